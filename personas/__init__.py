@@ -1,0 +1,34 @@
+"""Personas: YAML files validated into `Persona`, composed into system prompts, versioned per owner.
+
+from personas import PersonaRegistry, build_system_prompt
+reg = PersonaRegistry(data_dir="data")
+prompt = build_system_prompt(reg.get(owner, "assistant").persona)
+"""
+
+from .compose import build_system_prompt, fill_placeholders, render_greeting
+from .errors import InvalidPersona, PersonaError, PersonaLimitReached, PersonaNotFound, Problem
+from .loader import MAX_DOCUMENT_BYTES, load_persona_text, persona_to_yaml, validate_yaml
+from .model import DEFAULT_PERSONA_ID, FIELD_NAMES, Persona
+from .registry import BUILTIN_DIR, PersonaRegistry, PersonaVersion, default_data_dir
+
+__all__ = [
+    "BUILTIN_DIR",
+    "DEFAULT_PERSONA_ID",
+    "FIELD_NAMES",
+    "MAX_DOCUMENT_BYTES",
+    "InvalidPersona",
+    "Persona",
+    "PersonaError",
+    "PersonaLimitReached",
+    "PersonaNotFound",
+    "PersonaRegistry",
+    "PersonaVersion",
+    "Problem",
+    "build_system_prompt",
+    "default_data_dir",
+    "fill_placeholders",
+    "load_persona_text",
+    "persona_to_yaml",
+    "render_greeting",
+    "validate_yaml",
+]

@@ -1,0 +1,116 @@
+"""The typed persona model. YAML documents are validated into `Persona` (see loader.py)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+ID_RE = re.compile(r"[a-z0-9_-]{1,40}")
+PARAMETER_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+DEFAULT_PERSONA_ID = "assistant"
+
+MAX_LIST_ITEMS = 30
+MAX_PARAMETERS = 30
+
+
+def _check_parameter_value(value: Any) -> Any:
+    # YAML 1.1 reads yes/no/on/off as booleans; a rule citing them would read "True", so refuse.
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("must be a number or a text, e.g. `veto_threshold_pct: 15`")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    if isinstance(value, str) and len(value) > 200:
+        raise ValueError("text parameters are limited to 200 characters — shorten it")
+    return value
+
+
+def _check_single_line(value: str) -> str:
+    if "\n" in value:
+        raise ValueError("must fit on one line — remove the line break")
+    return value
+
+
+def _check_parameter_name(name: str) -> str:
+    if not PARAMETER_NAME_RE.fullmatch(name):
+        raise ValueError(
+            "parameter names are letters, digits and '_' (not starting with a digit), "
+            "at most 40 characters, e.g. `veto_threshold_pct`"
+        )
+    return name
+
+
+def Text(max_length: int, min_length: int = 0):
+    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length)]
+
+
+Line = Annotated[str, StringConstraints(max_length=80), AfterValidator(_check_single_line)]
+ListItem = Annotated[str, StringConstraints(min_length=1, max_length=600)]
+ParameterName = Annotated[str, AfterValidator(_check_parameter_name)]
+ParameterValue = Annotated[Any, BeforeValidator(_check_parameter_value)]
+
+REQUIRED_FIELDS = ("id", "display_name", "role_description")
+
+
+class Persona(BaseModel):
+    """A persona: who the assistant is, what it weighs, how it answers.
+
+    Text fields may cite `{name}` placeholders filled from `parameters` when composed;
+    `{{name}}` writes a literal `{name}`.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, str_strip_whitespace=True)
+
+    id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]{1,40}$")] = Field(
+        description="File and URL-safe id: 1-40 of a-z, 0-9, '_' and '-'."
+    )
+    display_name: Text(60, 1) = Field(description="Name shown in the picker and the prompt.")
+    avatar: Text(32) = Field("", description="An emoji or a short text shown next to replies.")
+    description: Text(300) = Field("", description="One line for the picker; not in the prompt.")
+    role_description: Text(4000, 1) = Field(description="Who the persona is and what it does.")
+    language: Line = Field("", description="Language of every reply, e.g. English or 繁體中文.")
+    personality: Text(2000) = Field("", description="Tone and manner.")
+    focus_areas: list[ListItem] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="What it pays attention to."
+    )
+    decision_priority: list[ListItem] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="What wins, highest first."
+    )
+    response_format: Text(2000) = Field("", description="How answers are laid out.")
+    conclusion_label: Line = Field(
+        "", description="Label of the closing line, e.g. 'Finance verdict'."
+    )
+    special_rules: list[ListItem] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="Rules it must follow."
+    )
+    greeting: Text(1000) = Field("", description="First message of a new chat.")
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = Field(
+        None, description="Sampling temperature 0-2; empty uses the model default."
+    )
+    parameters: dict[ParameterName, ParameterValue] = Field(
+        default_factory=dict,
+        max_length=MAX_PARAMETERS,
+        description="Numbers or texts that rules cite as {name}.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_means_default(cls, data: Any) -> Any:
+        # `personality:` with nothing after it is YAML null; treat it as "not set" rather than
+        # a type error, but keep required fields so their message says what is missing.
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (v is None and k not in REQUIRED_FIELDS)}
+        return data
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(Persona.model_fields)

@@ -1,0 +1,383 @@
+"""Built-in personas plus each owner's saved versions, with hot reload.
+
+Storage, under `data_dir/personas/`:
+
+    <sha256(owner)[:32]>/<persona id>/v0001.yaml   the exact YAML text of each saved version
+                                     /v0002.yaml
+                                     /current      the version in use ("0" = the built-in)
+
+Owners are folders named by a hash, never by the raw owner string. Version files are immutable:
+each is written to a temp file, flushed, then hard-linked to its final name, which fails if the
+name is taken, so two writers can never claim the same number and a reader never sees half a
+file. `current` is replaced atomically (temp file + `os.replace`). Within the process, one lock
+per (owner, id) orders saves, rollbacks and reverts; concurrent saves each get their own version.
+
+Built-in files (`builtin_dir/*.yaml`, file name = id) are never written. Each use checks their
+mtime; an edit on disk is loaded on next use, and a broken edit keeps the last good version in
+use while `last_error(id)` says what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .errors import PersonaError, PersonaLimitReached, PersonaNotFound
+from .loader import load_persona_text
+from .model import DEFAULT_PERSONA_ID, ID_RE, Persona
+
+log = logging.getLogger(__name__)
+
+BUILTIN_DIR = Path(__file__).resolve().parent
+MAX_VERSIONS_PER_PERSONA = 500
+MAX_PERSONAS_PER_OWNER = 100
+_VERSION_WIDTH = 4
+
+
+def default_data_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """Where Mnemo keeps its data: the argument, else $MNEMO_DATA_DIR, else ./data."""
+    if path is not None:
+        return Path(path)
+    return Path(os.environ.get("MNEMO_DATA_DIR") or "data")
+
+
+@dataclass(frozen=True)
+class PersonaVersion:
+    """One version of a persona as an owner sees it."""
+
+    persona: Persona
+    version: int  # 0 = the built-in file; 1, 2, ... = the owner's saved versions
+    yaml_text: str
+    source: Literal["builtin", "saved"]
+    saved_at: float | None  # epoch seconds (the file's mtime for a built-in)
+
+    @property
+    def id(self) -> str:
+        return self.persona.id
+
+    @property
+    def label(self) -> str:
+        """Short text for a versions list, e.g. 'v3 · saved 2026-11-30 06:12 UTC'."""
+        if self.source == "builtin":
+            return "v0 · built-in"
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.saved_at or 0))
+        return f"v{self.version} · saved {when}"
+
+
+@dataclass
+class _Builtin:
+    mtime_ns: int
+    size: int
+    current: PersonaVersion | None  # last good version; None if never loaded cleanly
+    error: str | None
+
+
+def _owner_key(owner: str) -> str:
+    if not isinstance(owner, str) or not owner:
+        raise PersonaError("An owner id is required to read or save personas.")
+    return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
+
+
+def _check_id(persona_id: str) -> str:
+    if not isinstance(persona_id, str) or not ID_RE.fullmatch(persona_id):
+        raise PersonaNotFound(
+            f"No persona {persona_id!r}: ids are 1-40 characters of a-z, 0-9, '_' or '-'."
+        )
+    return persona_id
+
+
+def _version_name(version: int) -> str:
+    return f"v{version:0{_VERSION_WIDTH}d}.yaml"
+
+
+def _parse_version_name(name: str) -> int | None:
+    stem, _, ext = name.partition(".")
+    if ext != "yaml" or not stem.startswith("v") or not stem[1:].isdigit():
+        return None
+    return int(stem[1:])
+
+
+def _write_atomic(path: Path, text: str, *, exclusive: bool) -> None:
+    """Write `text` to `path` via a flushed temp file; with exclusive, fail if `path` exists."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if exclusive:
+            os.link(tmp, path)  # atomic, and raises FileExistsError instead of replacing
+        else:
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class PersonaRegistry:
+    """Personas for every owner: built-ins shared read-only, edits saved per owner."""
+
+    def __init__(
+        self,
+        builtin_dir: str | os.PathLike[str] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+    ):
+        self.builtin_dir = Path(builtin_dir) if builtin_dir is not None else BUILTIN_DIR
+        self.data_dir = default_data_dir(data_dir)
+        self.root = self.data_dir / "personas"
+        self._builtins: dict[str, _Builtin] = {}
+        self._builtin_lock = threading.Lock()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._saved_cache: dict[Path, tuple[int, PersonaVersion]] = {}
+        self._refresh_builtins()
+
+    # ---- built-ins -------------------------------------------------------------------------
+
+    def _refresh_builtins(self) -> dict[str, PersonaVersion]:
+        """Reload changed built-in files; return the good version of each built-in id."""
+        with self._builtin_lock:
+            found: set[str] = set()
+            for path in sorted(self.builtin_dir.glob("*.yaml")):
+                persona_id = path.stem
+                if not ID_RE.fullmatch(persona_id):
+                    continue
+                found.add(persona_id)
+                try:
+                    st = path.stat()
+                except FileNotFoundError:
+                    continue  # removed between glob and stat: keep what we have
+                entry = self._builtins.get(persona_id)
+                if entry and (entry.mtime_ns, entry.size) == (st.st_mtime_ns, st.st_size):
+                    continue
+                self._builtins[persona_id] = self._load_builtin(path, st, entry)
+            for persona_id, entry in self._builtins.items():
+                if persona_id not in found and entry.current is not None and entry.error is None:
+                    entry.error = f"{persona_id}.yaml is missing from {self.builtin_dir}"
+                    log.warning("built-in persona file %s.yaml disappeared; keeping it", persona_id)
+            return {pid: e.current for pid, e in self._builtins.items() if e.current is not None}
+
+    def _load_builtin(self, path: Path, st: os.stat_result, previous: _Builtin | None) -> _Builtin:
+        keep = previous.current if previous else None
+        try:
+            text = path.read_text(encoding="utf-8")
+            persona = load_persona_text(text)
+            if persona.id != path.stem:
+                raise PersonaError(
+                    f"id {persona.id!r} does not match the file name {path.name} — "
+                    f"set `id: {path.stem}` or rename the file"
+                )
+        except (OSError, UnicodeDecodeError, PersonaError) as exc:
+            error = f"{path.name}: {exc}"
+            log.warning("built-in persona %s is broken, keeping the last good one: %s", path, exc)
+            return _Builtin(st.st_mtime_ns, st.st_size, keep, error)
+        version = PersonaVersion(persona, 0, text, "builtin", st.st_mtime)
+        return _Builtin(st.st_mtime_ns, st.st_size, version, None)
+
+    def last_error(self, persona_id: str) -> str | None:
+        """Why the built-in file of `persona_id` on disk is not in use, or None if it is."""
+        self._refresh_builtins()
+        entry = self._builtins.get(persona_id)
+        return entry.error if entry else None
+
+    def builtin(self, persona_id: str) -> PersonaVersion:
+        """The built-in version of a persona (the last good one if the file is broken)."""
+        builtins = self._refresh_builtins()
+        if persona_id not in builtins:
+            raise PersonaNotFound(f"{persona_id!r} is not a built-in persona.")
+        return builtins[persona_id]
+
+    # ---- owner storage ---------------------------------------------------------------------
+
+    def _lock(self, owner_key: str, persona_id: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault((owner_key, persona_id), threading.Lock())
+
+    def _dir(self, owner_key: str, persona_id: str) -> Path:
+        return self.root / owner_key / persona_id
+
+    def _saved_numbers(self, folder: Path) -> list[int]:
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in map(_parse_version_name, names) if n is not None)
+
+    def _read_saved(self, folder: Path, version: int) -> PersonaVersion:
+        path = folder / _version_name(version)
+        try:
+            st = path.stat()
+            cached = self._saved_cache.get(path)
+            if cached and cached[0] == st.st_mtime_ns:
+                return cached[1]
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise PersonaNotFound(f"Version {version} of {folder.name!r} does not exist.") from exc
+        persona = load_persona_text(text)  # files are validated on save; this guards tampering
+        result = PersonaVersion(persona, version, text, "saved", st.st_mtime)
+        if len(self._saved_cache) > 4096:  # versions are small, but owners are unbounded
+            self._saved_cache.clear()
+        self._saved_cache[path] = (st.st_mtime_ns, result)
+        return result
+
+    def _current_number(self, folder: Path, numbers: list[int]) -> int:
+        try:
+            return int((folder / "current").read_text(encoding="ascii").strip())
+        except (FileNotFoundError, ValueError):
+            return numbers[-1] if numbers else 0
+
+    def _resolve(self, owner_key: str, persona_id: str) -> PersonaVersion:
+        folder = self._dir(owner_key, persona_id)
+        numbers = self._saved_numbers(folder)
+        builtins = self._refresh_builtins()
+        builtin = builtins.get(persona_id)
+        current = self._current_number(folder, numbers)
+        # Try the version in use, then fall back newest-first: a damaged file never leaves the
+        # owner without a persona when another good version exists.
+        candidates = [current] + [n for n in reversed(numbers) if n != current]
+        for number in candidates:
+            if number == 0:
+                if builtin is not None:
+                    return builtin
+                continue
+            if number not in numbers:
+                continue
+            try:
+                return self._read_saved(folder, number)
+            except (PersonaError, OSError, UnicodeDecodeError) as exc:
+                log.warning("saved persona %s/%s is unreadable: %s", folder, number, exc)
+        if builtin is not None:
+            return builtin
+        raise PersonaNotFound(
+            f"No persona {persona_id!r}. Pick one of: {', '.join(self._ids(owner_key))}."
+        )
+
+    def _ids(self, owner_key: str) -> list[str]:
+        builtin_ids = set(self._refresh_builtins())
+        try:
+            saved_ids = {
+                p.name
+                for p in (self.root / owner_key).iterdir()
+                if p.is_dir() and ID_RE.fullmatch(p.name) and self._saved_numbers(p)
+            }
+        except FileNotFoundError:
+            saved_ids = set()
+        ordered_builtins = sorted(builtin_ids, key=lambda i: (i != DEFAULT_PERSONA_ID, i))
+        return ordered_builtins + sorted(saved_ids - builtin_ids)
+
+    # ---- public API ------------------------------------------------------------------------
+
+    def list(self, owner: str) -> list[PersonaVersion]:
+        """One entry per persona id, the version this owner uses; the default comes first."""
+        key = _owner_key(owner)
+        result = []
+        for persona_id in self._ids(key):
+            try:
+                result.append(self._resolve(key, persona_id))
+            except PersonaNotFound:
+                continue
+        return result
+
+    def get(self, owner: str, persona_id: str, version: int | None = None) -> PersonaVersion:
+        """The version of `persona_id` this owner uses (or a given version number)."""
+        key = _owner_key(owner)
+        _check_id(persona_id)
+        if version is None:
+            return self._resolve(key, persona_id)
+        if version == 0:
+            return self.builtin(persona_id)
+        return self._read_saved(self._dir(key, persona_id), version)
+
+    def save(self, owner: str, yaml_text: str) -> PersonaVersion:
+        """Validate and store a new version for this owner; it is used from the next call.
+
+        Raises InvalidPersona (nothing is stored; the version in use stays). Saving text
+        identical to the version in use returns that version without adding one.
+        """
+        key = _owner_key(owner)
+        persona = load_persona_text(yaml_text)
+        if isinstance(yaml_text, bytes):
+            yaml_text = yaml_text.decode("utf-8")
+        folder = self._dir(key, persona.id)
+        with self._lock(key, persona.id):
+            numbers = self._saved_numbers(folder)
+            if numbers or persona.id in self._refresh_builtins():
+                try:
+                    in_use = self._resolve(key, persona.id)
+                    if in_use.yaml_text == yaml_text:
+                        return in_use
+                except PersonaNotFound:
+                    pass
+            elif len(self._ids(key)) - len(self._refresh_builtins()) >= MAX_PERSONAS_PER_OWNER:
+                raise PersonaLimitReached(
+                    f"You have {MAX_PERSONAS_PER_OWNER} personas of your own; "
+                    "edit an existing one instead of adding more."
+                )
+            if len(numbers) >= MAX_VERSIONS_PER_PERSONA:
+                raise PersonaLimitReached(
+                    f"{persona.id!r} already has {MAX_VERSIONS_PER_PERSONA} saved versions; "
+                    "roll back to one of them instead of saving more."
+                )
+            folder.mkdir(parents=True, exist_ok=True)
+            number = (numbers[-1] if numbers else 0) + 1
+            while True:
+                try:
+                    _write_atomic(folder / _version_name(number), yaml_text, exclusive=True)
+                    break
+                except FileExistsError:
+                    number += 1  # another writer (another process) took it
+            self._set_current(folder, number)
+            return self._read_saved(folder, number)
+
+    def versions(self, owner: str, persona_id: str) -> list[PersonaVersion]:
+        """Every version of `persona_id` for this owner, newest first; the built-in is v0."""
+        key = _owner_key(owner)
+        _check_id(persona_id)
+        folder = self._dir(key, persona_id)
+        result: list[PersonaVersion] = []
+        for number in reversed(self._saved_numbers(folder)):
+            try:
+                result.append(self._read_saved(folder, number))
+            except (PersonaError, OSError, UnicodeDecodeError) as exc:
+                log.warning("skipping unreadable saved persona %s v%s: %s", folder, number, exc)
+        builtin = self._refresh_builtins().get(persona_id)
+        if builtin is not None:
+            result.append(builtin)
+        if not result:
+            raise PersonaNotFound(f"No persona {persona_id!r} to list versions of.")
+        return result
+
+    def rollback(self, owner: str, persona_id: str, version: int) -> PersonaVersion:
+        """Use an earlier version (0 = the built-in) from the next call; history is kept."""
+        key = _owner_key(owner)
+        _check_id(persona_id)
+        folder = self._dir(key, persona_id)
+        with self._lock(key, persona_id):
+            target = self.get(owner, persona_id, version)  # raises if it does not exist
+            folder.mkdir(parents=True, exist_ok=True)
+            self._set_current(folder, version)
+            return target
+
+    def revert_to_builtin(self, owner: str, persona_id: str) -> PersonaVersion:
+        """Use the built-in version again; saved versions stay available for rollback."""
+        _check_id(persona_id)
+        if persona_id not in self._refresh_builtins():
+            raise PersonaNotFound(
+                f"{persona_id!r} is your own persona, not a built-in: roll back to one of "
+                "its versions instead."
+            )
+        return self.rollback(owner, persona_id, 0)
+
+    def is_builtin(self, persona_id: str) -> bool:
+        """Whether `persona_id` ships as a built-in file."""
+        return persona_id in self._refresh_builtins()
+
+    def _set_current(self, folder: Path, version: int) -> None:
+        _write_atomic(folder / "current", f"{version}\n", exclusive=False)
