@@ -1,4 +1,790 @@
-"""Mnemo: a chat assistant that remembers. `python app.py` launches the Gradio app."""
+"""Mnemo: a chat assistant that remembers. `python app.py` launches the Gradio app.
+
+`build_demo()` only creates components and wires events. The handlers below are module-level
+functions over plain values (owner id, conversation id, text) that return plain values or
+`gr.update(...)`s, so tests call them directly. Each takes the `Runtime` first; `build_demo()`
+binds it with `functools.partial`. Lower layers raise their own errors; `user_errors()` turns
+them into `gr.Error` messages a person can act on, and nothing else reaches the browser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Iterator
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from assistant import config
+from assistant.badge import badge_text
+from assistant.chat import Cleared, Delta, Done
+from assistant.errors import AssistantError
+from memory import ConversationNotFound, MemoryStoreError, StorageUnavailable
+from personas import (
+    DEFAULT_PERSONA_ID,
+    InvalidPersona,
+    PersonaError,
+    PersonaNotFound,
+    build_system_prompt,
+    load_persona_text,
+    render_greeting,
+)
+from ui import views
+from ui.persona_form import FORM_FIELDS, apply_form, form_values
+from ui.runtime import Runtime, app_data_dir, server_host
+from ui.sessions import browser_secret, owner_for
+
+log = logging.getLogger("mnemo.app")
+
+HERE = Path(__file__).parent
+MAX_CHARS = views.MAX_MESSAGE_CHARS
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def user_errors(action: str) -> Iterator[None]:
+    """Turn an exception from a lower layer into a gr.Error saying what to do next."""
+    try:
+        yield
+    except gr.Error:
+        raise
+    except AssistantError as exc:
+        raise gr.Error(exc.message, title="The assistant could not answer") from exc
+    except InvalidPersona as exc:
+        raise gr.Error(str(exc), title="Persona not saved") from exc
+    except PersonaNotFound as exc:
+        raise gr.Error(
+            f"{exc} Pick another persona, or revert this one to its built-in version.",
+            title="Persona not found",
+        ) from exc
+    except PersonaError as exc:
+        raise gr.Error(str(exc), title=f"Could not {action}") from exc
+    except ConversationNotFound as exc:
+        raise gr.Error(
+            "This conversation no longer exists (deleted in another tab?). "
+            "Pick another one in the sidebar or start a new chat.",
+            title="Conversation not found",
+        ) from exc
+    except StorageUnavailable as exc:
+        raise gr.Error(
+            f"The conversation database is unavailable, so I could not {action}. "
+            "Check that the data directory is writable and has free space, then try again.",
+            title="Storage unavailable",
+        ) from exc
+    except MemoryStoreError as exc:
+        raise gr.Error(str(exc), title=f"Could not {action}") from exc
+    except Exception as exc:
+        log.exception("unexpected error while trying to %s", action)
+        raise gr.Error(
+            f"Something unexpected went wrong while trying to {action}. Try again; if it "
+            "keeps happening, the server log has the details.",
+            title="Unexpected error",
+        ) from exc
+
+
+# ---- sessions ----------------------------------------------------------------------------
+
+
+def identify(browser_id: str | None, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+    """(owner, browser id to keep) for this page load."""
+    username = getattr(profile, "username", None) if profile is not None else None
+    return owner_for(browser_id, username)
+
+
+# ---- the chat pane and sidebar -----------------------------------------------------------
+
+
+class ChatView(NamedTuple):
+    """Everything the chat pane and the sidebar show for one conversation (or a new chat)."""
+
+    conversation_id: str | None
+    conversations: Any  # gr.update(choices=[(label, id)], value=id)
+    chat: Any  # list of Chatbot messages
+    persona: Any  # gr.update(choices=[(label, id)], value=id)
+    badge: str
+    inspector: str
+    title: Any  # the rename box
+
+
+def _persona_or_default(rt: Runtime, owner: str, persona_id: str | None):
+    try:
+        return rt.registry.get(owner, persona_id or DEFAULT_PERSONA_ID).persona
+    except PersonaNotFound:
+        return rt.registry.get(owner, DEFAULT_PERSONA_ID).persona
+
+
+def _persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    versions = rt.registry.list(owner)
+    choices = [(views.persona_label(v.persona), v.persona.id) for v in versions]
+    avatars = {v.persona.id: v.persona.avatar or "💬" for v in versions}
+    return choices, avatars
+
+
+async def render_chat(
+    rt: Runtime, owner: str, conversation_id: str | None, persona_id: str | None = None
+) -> ChatView:
+    """The chat pane for a conversation, or for a new chat with the given persona."""
+    svc = await rt.service()
+    store = await rt.store()
+    conversations = await store.list_conversations(owner)
+    persona_choices, avatars = _persona_choices(rt, owner)
+    conversation = None
+    if conversation_id:
+        try:
+            conversation = await store.get_conversation(owner, conversation_id)
+        except ConversationNotFound:
+            gr.Warning("That conversation no longer exists; showing a new chat instead.")
+            conversation_id = None
+    if conversation is not None:
+        persona = _persona_or_default(rt, owner, conversation.persona_id)
+        turns = await store.transcript(owner, conversation.id)
+        status = await svc.status(owner, conversation.id)
+        preview = await svc.preview(owner, conversation.id)
+        badge = badge_text(status, rt.model_name)
+        title = conversation.title or ""
+    else:
+        persona = _persona_or_default(rt, owner, persona_id)
+        turns = []
+        badge = views.draft_badge(rt.model_name)
+        preview = SimpleNamespace(
+            system_prompt=build_system_prompt(persona), summary=None, turns=[], chars=0, budget=0
+        )
+        title = ""
+    return ChatView(
+        conversation_id=conversation_id,
+        conversations=gr.update(
+            choices=views.conversation_choices(conversations, avatars), value=conversation_id
+        ),
+        chat=views.chat_messages(turns, render_greeting(persona)),
+        persona=gr.update(choices=persona_choices, value=persona.id),
+        badge=badge,
+        inspector=views.preview_markdown(preview),
+        title=gr.update(value=title, interactive=conversation is not None),
+    )
+
+
+async def open_latest(rt: Runtime, owner: str) -> ChatView:
+    """On page load: the most recently active conversation, or a new chat."""
+    with user_errors("load your conversations"):
+        store = await rt.store()
+        conversations = await store.list_conversations(owner, limit=1)
+        latest = conversations[0].id if conversations else None
+        return await render_chat(rt, owner, latest)
+
+
+async def new_chat(rt: Runtime, owner: str, persona_id: str | None) -> ChatView:
+    """A blank chat with the chosen persona; it is saved when the first message is sent."""
+    with user_errors("start a new chat"):
+        return await render_chat(rt, owner, None, persona_id)
+
+
+async def switch_conversation(rt: Runtime, owner: str, conversation_id: str | None) -> ChatView:
+    with user_errors("open that conversation"):
+        return await render_chat(rt, owner, conversation_id)
+
+
+async def refresh_chat(
+    rt: Runtime, owner: str, conversation_id: str | None, persona_id: str | None = None
+) -> ChatView:
+    """Re-read the current chat (after a reply, a stop, or a persona edit)."""
+    with user_errors("refresh the chat"):
+        await rt.settled(conversation_id)
+        return await render_chat(rt, owner, conversation_id, persona_id)
+
+
+async def rename_conversation(
+    rt: Runtime, owner: str, conversation_id: str | None, title: str
+) -> ChatView:
+    with user_errors("rename the conversation"):
+        title = (title or "").strip()
+        if not conversation_id:
+            raise gr.Error("Send a first message before renaming: new chats are saved then.")
+        if not title:
+            raise gr.Error("Type a new name in the box first.")
+        store = await rt.store()
+        await store.rename_conversation(owner, conversation_id, title)
+        gr.Info(f"Renamed to “{title}”.")
+        return await render_chat(rt, owner, conversation_id)
+
+
+async def ask_delete(rt: Runtime, owner: str, conversation_id: str | None) -> tuple[Any, str]:
+    """Show the confirmation row for deleting the current conversation."""
+    with user_errors("delete the conversation"):
+        if not conversation_id:
+            gr.Info("Nothing to delete: this chat has not been saved yet.")
+            return gr.update(visible=False), ""
+        store = await rt.store()
+        conversation = await store.get_conversation(owner, conversation_id)
+        title = conversation.title or "this conversation"
+        return (
+            gr.update(visible=True),
+            f"Delete **{title}**? Its messages and memory are removed for good.",
+        )
+
+
+def cancel_delete() -> Any:
+    return gr.update(visible=False)
+
+
+async def confirm_delete(rt: Runtime, owner: str, conversation_id: str | None) -> tuple[Any, ...]:
+    """Delete, then show the most recent remaining conversation (or a new chat)."""
+    with user_errors("delete the conversation"):
+        if conversation_id:
+            store = await rt.store()
+            await store.delete_conversation(owner, conversation_id)
+            gr.Info("Conversation deleted.")
+        view = await open_latest(rt, owner)
+        return (*view, gr.update(visible=False))
+
+
+async def change_persona(
+    rt: Runtime, owner: str, conversation_id: str | None, persona_id: str
+) -> ChatView:
+    """Pick the persona of a new chat, or switch the current conversation to another one."""
+    with user_errors("change the persona"):
+        if conversation_id and persona_id:
+            store = await rt.store()
+            conversation = await store.get_conversation(owner, conversation_id)
+            if conversation.persona_id != persona_id:
+                await store.set_persona(owner, conversation_id, persona_id)
+                name = rt.registry.get(owner, persona_id).persona.display_name
+                gr.Info(f"{name} answers from your next message.")
+        return await render_chat(rt, owner, conversation_id, persona_id)
+
+
+# ---- sending, streaming, stop, retry, undo, reset ----------------------------------------
+
+
+def accept_message(text: str, chat: list[dict[str, Any]] | None) -> tuple[Any, Any, str]:
+    """Show the user's message at once (queue=False); the reply streams in the next step.
+
+    Returns (input box, chat, pending text). Empty input does nothing; an over-long message
+    stays in the box with a message saying how much to cut.
+    """
+    text = (text or "").strip()
+    if not text:
+        return gr.skip(), gr.skip(), ""
+    if len(text) > MAX_CHARS:
+        raise gr.Error(views.too_long_message(len(text)), title="Message too long")
+    chat = [*(chat or []), {"role": "user", "content": text}]
+    return gr.update(value="", submit_btn=False, stop_btn=True), chat, text
+
+
+def input_ready() -> Any:
+    """Give the input box its send button back after a reply (or a stop)."""
+    return gr.update(submit_btn=True, stop_btn=False, interactive=True)
+
+
+def _plain_chat(chat: list[Any] | None) -> list[dict[str, Any]]:
+    return [
+        {"role": m["role"], "content": views.message_text(m.get("content"))}
+        for m in (chat or [])
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant")
+    ]
+
+
+async def _stream(
+    rt: Runtime,
+    owner: str,
+    conversation_id: str,
+    chat: list[dict[str, Any]],
+    events: AsyncIterator[Any],
+    action: str,
+) -> AsyncIterator[ChatView]:
+    """Yield the chat as the reply streams in, then the saved state; errors keep the turn."""
+    skip = gr.skip()
+    failure: AssistantError | None = None
+    cleared = None
+    reply = ""
+    async with rt.turn(conversation_id):
+        try:
+            chat = [*chat, {"role": "assistant", "content": ""}]
+            async for event in events:
+                if isinstance(event, Delta):
+                    reply += event.text
+                    chat[-1] = {"role": "assistant", "content": reply}
+                    yield ChatView(conversation_id, skip, chat, skip, skip, skip, skip)
+                elif isinstance(event, Cleared):
+                    cleared = event.result
+                elif isinstance(event, Done):
+                    pass
+        except AssistantError as exc:
+            failure = exc
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
+    with user_errors(action):
+        view = await render_chat(rt, owner, conversation_id)
+    if cleared is not None:
+        note = views.reset_note(cleared)
+        view = view._replace(chat=[*view.chat, {"role": "assistant", "content": note}])
+        gr.Info(note)
+    yield view
+    if failure is not None:
+        raise gr.Error(failure.message, title="The assistant could not answer")
+
+
+async def stream_reply(
+    rt: Runtime,
+    owner: str,
+    conversation_id: str | None,
+    text: str,
+    persona_id: str | None,
+    chat: list[Any] | None,
+) -> AsyncIterator[ChatView]:
+    """Send the pending message and stream the reply. A new chat is saved first."""
+    if not text:
+        return
+    with user_errors("send your message"):
+        svc = await rt.service()
+        store = await rt.store()
+        if not conversation_id:
+            persona = _persona_or_default(rt, owner, persona_id)
+            conversation = await store.create_conversation(owner, persona_id=persona.id)
+            conversation_id = conversation.id
+    async for view in _stream(
+        rt,
+        owner,
+        conversation_id,
+        _plain_chat(chat),
+        svc.send(owner, conversation_id, text),
+        "send your message",
+    ):
+        yield view
+
+
+def begin_retry(chat: list[Any] | None) -> tuple[Any, Any]:
+    """Drop the last reply from view at once; the new one streams in the next step."""
+    chat = _plain_chat(chat)
+    while chat and chat[-1]["role"] == "assistant":
+        chat.pop()
+    return chat, gr.update(submit_btn=False, stop_btn=True)
+
+
+async def stream_retry(
+    rt: Runtime, owner: str, conversation_id: str | None, chat: list[Any] | None
+) -> AsyncIterator[ChatView]:
+    """Regenerate the last reply."""
+    if not conversation_id:
+        return
+    with user_errors("retry"):
+        svc = await rt.service()
+    async for view in _stream(
+        rt, owner, conversation_id, _plain_chat(chat), svc.retry(owner, conversation_id), "retry"
+    ):
+        yield view
+
+
+async def undo_last(rt: Runtime, owner: str, conversation_id: str | None) -> tuple[Any, ...]:
+    """Forget the last exchange (memory too) and put the message back in the input box."""
+    with user_errors("undo"):
+        if not conversation_id:
+            return (*await render_chat(rt, owner, None), gr.skip())
+        svc = await rt.service()
+        dropped = await svc.undo(owner, conversation_id)
+        text = next((t.content for t in dropped if t.role == "user"), None)
+        view = await render_chat(rt, owner, conversation_id)
+        return (*view, gr.update(value=text) if text else gr.skip())
+
+
+async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> ChatView:
+    """The Reset button: forget this conversation and say what was cleared."""
+    with user_errors("reset the memory"):
+        if not conversation_id:
+            gr.Info("Nothing to forget yet: this chat is new.")
+            return await render_chat(rt, owner, None)
+        svc = await rt.service()
+        result = await svc.reset(owner, conversation_id)
+        note = views.reset_note(result)
+        gr.Info(note)
+        view = await render_chat(rt, owner, conversation_id)
+        return view._replace(chat=[*view.chat, {"role": "assistant", "content": note}])
+
+
+# ---- the persona editor ------------------------------------------------------------------
+
+
+class EditorView(NamedTuple):
+    picker: Any
+    yaml_text: str
+    form: tuple[Any, ...]
+    versions: Any
+    preview: str
+    status: str
+
+    def flat(self) -> tuple[Any, ...]:
+        return (self.picker, self.yaml_text, *self.form, self.versions, self.preview, self.status)
+
+
+def _composed(persona) -> str:
+    return build_system_prompt(persona)
+
+
+async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> tuple[Any, ...]:
+    """The persona tab for one persona: YAML, form, versions, live preview."""
+    with user_errors("open the persona"):
+        choices, _ = _persona_choices(rt, owner)
+        try:
+            current = rt.registry.get(owner, persona_id or DEFAULT_PERSONA_ID)
+        except PersonaNotFound:
+            current = rt.registry.get(owner, DEFAULT_PERSONA_ID)
+        versions = rt.registry.versions(owner, current.id)
+        status = f"Version **v{current.version}** is in use" + (
+            " (built-in)." if current.source == "builtin" else "."
+        )
+        disk_error = rt.registry.last_error(current.id)
+        if disk_error:
+            status += (
+                "\n\n⚠️ The built-in file on disk is broken; the last good version is used:"
+                f"\n\n{disk_error}"
+            )
+        return EditorView(
+            picker=gr.update(choices=choices, value=current.id),
+            yaml_text=current.yaml_text,
+            form=form_values(current.persona),
+            versions=gr.update(
+                choices=[(v.label, v.version) for v in versions], value=current.version
+            ),
+            preview=_composed(current.persona),
+            status=status,
+        ).flat()
+
+
+def yaml_edited(yaml_text: str) -> tuple[Any, ...]:
+    """Typing in the YAML: refresh the form and the preview, or show the problems."""
+    try:
+        persona = load_persona_text(yaml_text or "")
+    except InvalidPersona as exc:
+        return (*(gr.skip() for _ in FORM_FIELDS), gr.skip(), views.problems_markdown(exc.problems))
+    return (*form_values(persona), _composed(persona), "✏️ Valid, not saved yet.")
+
+
+def form_edited(yaml_text: str, *values: Any) -> tuple[Any, str, str]:
+    """Editing the form: merge into the YAML and refresh the preview."""
+    edits = dict(zip(FORM_FIELDS, values, strict=True))
+    new_text, persona, problems = apply_form(yaml_text or "", edits)
+    if persona is None:
+        return (
+            new_text if new_text != yaml_text else gr.skip(),
+            gr.skip(),
+            views.problems_markdown(problems),
+        )
+    return new_text, _composed(persona), "✏️ Valid, not saved yet."
+
+
+def validate_persona(yaml_text: str) -> str:
+    try:
+        persona = load_persona_text(yaml_text or "")
+    except InvalidPersona as exc:
+        return views.problems_markdown(exc.problems)
+    return f"✅ Valid: **{persona.display_name}** (`{persona.id}`). Save to use it."
+
+
+async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> tuple[Any, ...]:
+    """Save a new version; a bad document changes nothing and says where it is wrong."""
+    try:
+        saved = rt.registry.save(owner, yaml_text or "")
+    except InvalidPersona as exc:
+        gr.Warning("The persona was not saved: fix the problems listed under the editor.")
+        n = 2 + len(FORM_FIELDS) + 2
+        return (*(gr.skip() for _ in range(n)), views.problems_markdown(exc.problems, saved=False))
+    with user_errors("save the persona"):
+        gr.Info(f"Saved {saved.persona.display_name} v{saved.version}: used from the next message.")
+        view = await show_editor(rt, owner, saved.id)
+        return (*view[:-1], f"✅ Saved as **v{saved.version}**; used from the next message.")
+
+
+async def rollback_persona(
+    rt: Runtime, owner: str, persona_id: str, version: int | None
+) -> tuple[Any, ...]:
+    with user_errors("roll back the persona"):
+        if version is None:
+            raise gr.Error("Pick a version in the list first.")
+        restored = rt.registry.rollback(owner, persona_id, int(version))
+        gr.Info(f"{restored.persona.display_name} is back to v{restored.version}.")
+        return await show_editor(rt, owner, persona_id)
+
+
+async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> tuple[Any, ...]:
+    with user_errors("revert the persona"):
+        restored = rt.registry.revert_to_builtin(owner, persona_id)
+        gr.Info(f"{restored.persona.display_name} is back to its built-in version.")
+        return await show_editor(rt, owner, persona_id)
+
+
+# ---- layout ------------------------------------------------------------------------------
+
+CSS = (HERE / "ui" / "app.css").read_text(encoding="utf-8")
+THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="blue", neutral_hue="slate")
+
+
+def build_demo(rt: Runtime | None = None) -> gr.Blocks:
+    """The Mnemo app. Creates components and wires events; nothing else."""
+    rt = rt or Runtime()
+    on_space = bool(os.environ.get("SPACE_ID"))
+
+    with gr.Blocks(title="Mnemo — a chat assistant that remembers") as demo:
+        browser_id = gr.BrowserState(
+            None, storage_key="mnemo-owner", secret=browser_secret(rt.data_dir, config.secret())
+        )
+        owner = gr.State("")
+        conversation_id = gr.State(None)
+        pending = gr.State("")
+
+        with gr.Sidebar(elem_id="sidebar", width=300):
+            gr.Markdown("## 🧠 Mnemo\nA chat assistant that remembers.", elem_id="brand")
+            if on_space:
+                gr.LoginButton(elem_id="login")
+            new_btn = gr.Button("➕ New chat", variant="primary", elem_id="new-chat")
+            conversations = gr.Radio(
+                choices=[], label="Conversations", elem_id="conversations", container=False
+            )
+            with gr.Accordion("Rename or delete", open=False, elem_id="manage"):
+                title_box = gr.Textbox(
+                    label="Name", placeholder="A new name", max_lines=1, elem_id="rename-box"
+                )
+                with gr.Row():
+                    rename_btn = gr.Button("Rename", size="sm", elem_id="rename-btn")
+                    delete_btn = gr.Button(
+                        "🗑️ Delete", size="sm", variant="stop", elem_id="delete-btn"
+                    )
+                with gr.Group(visible=False, elem_id="delete-confirm") as confirm_row:
+                    confirm_text = gr.Markdown(elem_id="delete-confirm-text")
+                    with gr.Row():
+                        confirm_yes = gr.Button(
+                            "Delete for good", size="sm", variant="stop", elem_id="delete-yes"
+                        )
+                        confirm_no = gr.Button("Cancel", size="sm", elem_id="delete-no")
+            gr.Markdown(
+                f"Answering: **{rt.model_name}**", elem_id="model-name", elem_classes="muted"
+            )
+
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("💬 Chat", id="chat-tab", elem_id="chat-tab"):
+                with gr.Row(elem_id="chat-header", equal_height=True):
+                    chat_persona = gr.Dropdown(
+                        choices=[],
+                        label="Persona",
+                        scale=0,
+                        min_width=220,
+                        elem_id="chat-persona",
+                        container=False,
+                    )
+                    badge = gr.Markdown(elem_id="memory-badge")
+                    reset_btn = gr.Button(
+                        "🧹 Reset memory", size="sm", scale=0, min_width=140, elem_id="reset-btn"
+                    )
+                chat = gr.Chatbot(
+                    elem_id="chat",
+                    show_label=False,
+                    height="calc(100vh - 300px)",
+                    min_height=360,
+                    buttons=["copy", "copy_all"],
+                    layout="bubble",
+                    placeholder="Say something to start a conversation.",
+                )
+                chat_input = gr.Textbox(
+                    show_label=False,
+                    placeholder="Message Mnemo — Enter to send, Shift+Enter for a new line",
+                    lines=1,
+                    max_lines=8,
+                    submit_btn=True,
+                    stop_btn=False,
+                    autofocus=True,
+                    elem_id="chat-input",
+                )
+                with gr.Accordion(
+                    "🔍 What the model receives next", open=False, elem_id="inspector"
+                ):
+                    inspector = gr.Markdown(elem_id="inspector-body")
+
+            with gr.Tab("🎭 Personas", id="persona-tab", elem_id="persona-tab"):
+                with gr.Row(equal_height=True):
+                    persona_picker = gr.Dropdown(
+                        choices=[], label="Persona", elem_id="persona-picker", scale=2
+                    )
+                    versions = gr.Dropdown(
+                        choices=[], label="Versions", elem_id="persona-versions", scale=2
+                    )
+                    rollback_btn = gr.Button(
+                        "↩️ Use this version", size="sm", scale=1, elem_id="rollback-btn"
+                    )
+                    revert_btn = gr.Button(
+                        "Revert to built-in", size="sm", scale=1, elem_id="revert-btn"
+                    )
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        persona_yaml = gr.Code(
+                            language="yaml",
+                            label="YAML",
+                            lines=22,
+                            max_lines=40,
+                            elem_id="persona-yaml",
+                        )
+                        persona_status = gr.Markdown(elem_id="persona-status")
+                        with gr.Row():
+                            validate_btn = gr.Button("Validate", elem_id="validate-btn")
+                            save_btn = gr.Button(
+                                "💾 Save as new version", variant="primary", elem_id="save-btn"
+                            )
+                    with gr.Column(scale=2):
+                        form = [
+                            gr.Textbox(label="Display name", max_lines=1, elem_id="f-display_name"),
+                            gr.Textbox(label="Avatar", max_lines=1, elem_id="f-avatar"),
+                            gr.Textbox(label="Role", lines=3, elem_id="f-role_description"),
+                            gr.Textbox(label="Language", max_lines=1, elem_id="f-language"),
+                            gr.Textbox(label="Personality", lines=2, elem_id="f-personality"),
+                            gr.Textbox(
+                                label="Focus areas (one per line)",
+                                lines=3,
+                                elem_id="f-focus_areas",
+                            ),
+                            gr.Textbox(
+                                label="Rules (one per line)", lines=3, elem_id="f-special_rules"
+                            ),
+                            gr.Number(
+                                label="Temperature (0–2; empty = model default)",
+                                minimum=0,
+                                maximum=2,
+                                step=0.1,
+                                elem_id="f-temperature",
+                            ),
+                            gr.Code(
+                                language="yaml",
+                                label="Parameters (name: value, one per line)",
+                                lines=2,
+                                elem_id="f-parameters",
+                            ),
+                        ]
+                with gr.Accordion(
+                    "Composed system prompt (live preview)", open=True, elem_id="preview"
+                ):
+                    persona_preview = gr.Code(
+                        language="markdown",
+                        show_label=False,
+                        interactive=False,
+                        lines=8,
+                        max_lines=30,
+                        wrap_lines=True,
+                        elem_id="persona-preview",
+                    )
+
+        # -- wiring --------------------------------------------------------------------
+        chat_view = [
+            conversation_id,
+            conversations,
+            chat,
+            chat_persona,
+            badge,
+            inspector,
+            title_box,
+        ]
+        editor = [persona_picker, persona_yaml, *form, versions, persona_preview, persona_status]
+
+        demo.load(identify, [browser_id], [owner, browser_id], queue=False).then(
+            partial(open_latest, rt), [owner], chat_view
+        ).then(partial(show_editor, rt), [owner, persona_picker], editor)
+
+        new_btn.click(partial(new_chat, rt), [owner, chat_persona], chat_view)
+        conversations.input(partial(switch_conversation, rt), [owner, conversations], chat_view)
+        chat_persona.input(
+            partial(change_persona, rt), [owner, conversation_id, chat_persona], chat_view
+        )
+        rename_btn.click(
+            partial(rename_conversation, rt), [owner, conversation_id, title_box], chat_view
+        )
+        title_box.submit(
+            partial(rename_conversation, rt), [owner, conversation_id, title_box], chat_view
+        )
+        delete_btn.click(
+            partial(ask_delete, rt), [owner, conversation_id], [confirm_row, confirm_text]
+        )
+        confirm_no.click(cancel_delete, None, confirm_row, queue=False)
+        confirm_yes.click(
+            partial(confirm_delete, rt), [owner, conversation_id], [*chat_view, confirm_row]
+        )
+
+        sent = chat_input.submit(
+            accept_message, [chat_input, chat], [chat_input, chat, pending], queue=False
+        )
+        reply = sent.success(
+            partial(stream_reply, rt),
+            [owner, conversation_id, pending, chat_persona, chat],
+            chat_view,
+            show_progress="hidden",
+        )
+        reply.then(input_ready, None, chat_input, queue=False).then(
+            partial(refresh_chat, rt), [owner, conversation_id], chat_view, show_progress="hidden"
+        )
+
+        retried = chat.retry(begin_retry, [chat], [chat, chat_input], queue=False).then(
+            partial(stream_retry, rt),
+            [owner, conversation_id, chat],
+            chat_view,
+            show_progress="hidden",
+        )
+        retried.then(input_ready, None, chat_input, queue=False).then(
+            partial(refresh_chat, rt), [owner, conversation_id], chat_view, show_progress="hidden"
+        )
+        chat_input.stop(None, None, None, cancels=[reply, retried])
+
+        chat.undo(partial(undo_last, rt), [owner, conversation_id], [*chat_view, chat_input])
+        reset_btn.click(partial(reset_memory, rt), [owner, conversation_id], chat_view)
+
+        persona_picker.input(partial(show_editor, rt), [owner, persona_picker], editor)
+        persona_yaml.input(
+            yaml_edited,
+            [persona_yaml],
+            [*form, persona_preview, persona_status],
+            trigger_mode="always_last",
+            show_progress="hidden",
+        )
+        for field in form:
+            field.input(
+                form_edited,
+                [persona_yaml, *form],
+                [persona_yaml, persona_preview, persona_status],
+                trigger_mode="always_last",
+                show_progress="hidden",
+            )
+        validate_btn.click(validate_persona, [persona_yaml], [persona_status])
+        persona_changed = [
+            save_btn.click(partial(save_persona, rt), [owner, persona_yaml], editor),
+            rollback_btn.click(
+                partial(rollback_persona, rt), [owner, persona_picker, versions], editor
+            ),
+            revert_btn.click(partial(revert_persona, rt), [owner, persona_picker], editor),
+        ]
+        for event in persona_changed:
+            event.then(partial(refresh_chat, rt), [owner, conversation_id, chat_persona], chat_view)
+
+    return demo
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    rt = Runtime(app_data_dir())
+    demo = build_demo(rt)
+    host, port = server_host(), config.port()
+    shown = "127.0.0.1" if host == "0.0.0.0" else host
+    print(f"Mnemo is running on http://{shown}:{port}", flush=True)
+    print(f"  model: {rt.model_name} · data: {rt.data_dir.resolve()}", flush=True)
+    demo.queue(default_concurrency_limit=8).launch(
+        server_name=host,
+        server_port=port,
+        theme=THEME,
+        css=CSS,
+        footer_links=[],
+        show_error=False,
+    )
+
 
 if __name__ == "__main__":
-    print("Mnemo is coming soon: the app lands with the app issue.")
+    main()

@@ -1,0 +1,104 @@
+"""The persona editor's form <-> YAML translation, over plain values.
+
+The YAML is the source of truth; the form edits a few of its fields. A form edit is merged into
+the current document and validated by the personas package, so both sides report the same
+problems with the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from personas import InvalidPersona, Persona, load_persona_text
+
+# The form's fields, in the order the widgets are created and handlers return them.
+FORM_FIELDS: tuple[str, ...] = (
+    "display_name",
+    "avatar",
+    "role_description",
+    "language",
+    "personality",
+    "focus_areas",
+    "special_rules",
+    "temperature",
+    "parameters",
+)
+_LIST_FIELDS = {"focus_areas", "special_rules"}
+
+
+def form_values(persona: Persona) -> tuple[Any, ...]:
+    """A persona's values as the form widgets show them (lists one item per line, parameters
+    as a small YAML mapping)."""
+    values: list[Any] = []
+    for name in FORM_FIELDS:
+        value = getattr(persona, name)
+        if name in _LIST_FIELDS:
+            value = "\n".join(value)
+        elif name == "parameters":
+            value = _dump(dict(value)).strip() if value else ""
+        values.append(value)
+    return tuple(values)
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _parse_parameters(text: str) -> dict[str, Any]:
+    text = (text or "").strip()
+    if not text:
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidPersonaForm(
+            "parameters: write one `name: value` per line, e.g. `veto_threshold_pct: 15`"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidPersonaForm(
+            "parameters: write one `name: value` per line, e.g. `veto_threshold_pct: 15`"
+        )
+    return data
+
+
+class InvalidPersonaForm(ValueError):
+    """A form value that cannot even be put into the YAML document."""
+
+
+def apply_form(yaml_text: str, values: dict[str, Any]) -> tuple[str, Persona | None, list[str]]:
+    """Merge form values into the YAML document.
+
+    Returns (new YAML, persona or None, problems). The current YAML must be valid (the form
+    mirrors it); if it is not, the YAML is returned unchanged with its problems.
+    """
+    try:
+        load_persona_text(yaml_text)
+    except InvalidPersona as exc:
+        return yaml_text, None, ["Fix the YAML first — the form follows it.", *exc.problems]
+    data = yaml.safe_load(yaml_text)  # already validated above: a small, safe mapping
+    for name, value in values.items():
+        if name not in FORM_FIELDS:
+            continue
+        if name in _LIST_FIELDS:
+            value = [line.strip() for line in (value or "").splitlines() if line.strip()]
+        elif name == "parameters":
+            try:
+                value = _parse_parameters(value)
+            except InvalidPersonaForm as exc:
+                return yaml_text, None, [str(exc)]
+        elif name == "temperature":
+            value = None if value in (None, "") else float(value)
+        elif isinstance(value, str):
+            value = value.strip()
+        if value in (None, "", [], {}) and name not in ("display_name", "role_description"):
+            data.pop(name, None)
+        else:
+            data[name] = value
+    new_text = _dump(data)
+    try:
+        persona = load_persona_text(new_text)
+    except InvalidPersona as exc:
+        return new_text, None, exc.problems
+    return new_text, persona, []

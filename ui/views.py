@@ -1,0 +1,183 @@
+"""What the app shows, computed from plain data: no Gradio, no database, no model.
+
+Every function here takes the objects the lower layers return (conversations, turns, memory
+status, previews, persona versions) and returns strings or Gradio-shaped lists, so the handlers in
+`app.py` stay thin and all of this is testable without a browser.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from assistant.badge import compact_number
+
+MAX_MESSAGE_CHARS = 10_000
+STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
+
+
+def message_text(content: Any) -> str:
+    """The text of a chat message as Gradio hands it over: a string, a dict with "text", or a
+    list of parts ({"type": "text", "text": ...}); files become their names."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        if "text" in content:
+            return str(content["text"] or "")
+        if "path" in content or "file" in content:
+            file = content.get("file") or content
+            name = file.get("orig_name") or file.get("path") if isinstance(file, dict) else file
+            return f"[file: {name}]"
+        return ""
+    if isinstance(content, Sequence):
+        return "".join(message_text(part) for part in content)
+    return str(content)
+
+
+def chat_messages(turns: Iterable[Any], greeting: str | None = None) -> list[dict[str, Any]]:
+    """Transcript turns (oldest first) -> Chatbot messages.
+
+    The persona's greeting opens every chat; it is shown, never stored or sent to the model.
+    Summary turns stay out of the chat (the badge and the inspector show them); an assistant
+    reply that was stopped or broke off says so.
+    """
+    messages: list[dict[str, Any]] = []
+    if greeting:
+        messages.append({"role": "assistant", "content": greeting})
+    for turn in turns:
+        if getattr(turn, "is_summary", False) or turn.role not in ("user", "assistant"):
+            continue
+        content = turn.content
+        if turn.role == "assistant" and getattr(turn, "incomplete", False):
+            content = f"{content}\n\n{STOPPED_NOTE}" if content else STOPPED_NOTE
+        messages.append({"role": turn.role, "content": content})
+    return messages
+
+
+def relative_time(ts: float | None, now: float | None = None) -> str:
+    """'just now', '5 min ago', '3 h ago', 'yesterday', '4 days ago', or a date."""
+    if not ts:
+        return ""
+    now = time.time() if now is None else now
+    age = max(0.0, now - ts)
+    if age < 45:
+        return "just now"
+    if age < 90 * 60:
+        return f"{max(1, round(age / 60))} min ago"
+    if age < 24 * 3600:
+        return f"{round(age / 3600)} h ago"
+    if age < 48 * 3600:
+        return "yesterday"
+    if age < 7 * 86400:
+        return f"{int(age // 86400)} days ago"
+    return time.strftime("%b %d, %Y", time.localtime(ts))
+
+
+def conversation_label(conversation: Any, avatar: str, now: float | None = None) -> str:
+    """One row of the sidebar: persona avatar and title, then (on a second line, which the
+    sidebar's CSS keeps) the relative time of the last activity."""
+    title = " ".join((conversation.title or "New chat").split())
+    if len(title) > 60:
+        title = title[:59].rstrip() + "…"
+    when = relative_time(conversation.last_active_at or conversation.created_at, now)
+    return f"{avatar} {title}\n{when}" if when else f"{avatar} {title}"
+
+
+def conversation_choices(
+    conversations: Iterable[Any], avatars: dict[str, str], now: float | None = None
+) -> list[tuple[str, str]]:
+    """(label, id) pairs for the sidebar list, in the order given (newest activity first)."""
+    return [
+        (conversation_label(c, avatars.get(c.persona_id, "💬"), now), c.id) for c in conversations
+    ]
+
+
+def draft_badge(model_name: str) -> str:
+    """The badge before a new chat's first message."""
+    lead = "💤 Nothing remembered yet"
+    return f"{lead} · {model_name}" if model_name else lead
+
+
+def _fence(text: str, lang: str = "text") -> str:
+    """A fenced block that no backtick run inside `text` can close early."""
+    longest = 0
+    run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def preview_markdown(preview: Any | None) -> str:
+    """The inspector: exactly what the model receives with the next message."""
+    if preview is None:
+        return "_Start a conversation to see what the model receives._"
+    turns = list(preview.turns or [])
+    chars = getattr(preview, "chars", None)
+    budget = getattr(preview, "budget", None)
+    lines = []
+    if chars is not None and budget:
+        lines.append(
+            f"Memory in the context: **{compact_number(chars)}** of "
+            f"**{compact_number(budget)}** characters; your next message comes after it."
+        )
+    system = getattr(preview, "system_instruction", None)
+    if system:
+        # The exact system text: the persona's prompt plus the memory note with the summary.
+        lines.append("#### System instruction")
+        lines.append(_fence(system))
+    else:
+        lines.append("#### System prompt")
+        lines.append(_fence(preview.system_prompt or ""))
+        lines.append("#### Memory summary")
+        lines.append(_fence(preview.summary) if preview.summary else "_None yet._")
+    lines.append(f"#### Recent turns ({len(turns)})")
+    if not turns:
+        lines.append("_None: the model starts fresh._")
+    for turn in turns:
+        role = turn.get("role", "?") if isinstance(turn, dict) else getattr(turn, "role", "?")
+        content = (
+            turn.get("content", "") if isinstance(turn, dict) else getattr(turn, "content", "")
+        )
+        lines.append(f"**{role}**")
+        lines.append(_fence(str(content)))
+    return "\n\n".join(lines)
+
+
+def too_long_message(n: int) -> str:
+    return (
+        f"Your message is {n:,} characters; the limit is {MAX_MESSAGE_CHARS:,}. "
+        "Shorten it or send it in parts."
+    )
+
+
+def reset_note(result: Any) -> str:
+    """What a reset cleared, as one sentence."""
+    turns = getattr(result, "turns", 0) or 0
+    summaries = getattr(result, "summaries", 0) or 0
+    chars = getattr(result, "chars", 0) or 0
+    if not turns and not summaries:
+        return "🧹 Nothing to forget: this conversation's memory was already empty."
+    what = f"{turns} message{'s' if turns != 1 else ''}"
+    if summaries:
+        what += f" and {summaries} summar{'ies' if summaries != 1 else 'y'}"
+    return f"🧹 Memory cleared: forgot {what} ({chars:,} characters)."
+
+
+def persona_label(persona: Any) -> str:
+    return f"{persona.avatar or '💬'} {persona.display_name}"
+
+
+def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str:
+    """Persona problems as a list; `saved=False` adds that the version in use is unchanged."""
+    head = (
+        "❌ **Not saved** — the version in use is unchanged. Fix these first:"
+        if saved is False
+        else "❌ **The YAML has problems:**"
+    )
+    items = "\n".join(f"- {p}" for p in problems)
+    return f"{head}\n\n{items}"
