@@ -7,7 +7,14 @@ prompt = build_system_prompt(reg.get(owner, "assistant").persona)
 
 from .compose import build_system_prompt, fill_placeholders, render_greeting
 from .errors import InvalidPersona, PersonaError, PersonaLimitReached, PersonaNotFound, Problem
-from .loader import MAX_DOCUMENT_BYTES, load_persona_text, persona_to_yaml, validate_yaml
+from .form import FORM_FIELDS, apply_form_values, form_values
+from .loader import (
+    MAX_DOCUMENT_BYTES,
+    load_persona_text,
+    persona_to_yaml,
+    read_persona_mapping,
+    validate_yaml,
+)
 from .model import DEFAULT_PERSONA_ID, FIELD_NAMES, Persona
 from .registry import BUILTIN_DIR, PersonaRegistry, PersonaVersion, default_data_dir
 
@@ -15,6 +22,7 @@ __all__ = [
     "BUILTIN_DIR",
     "DEFAULT_PERSONA_ID",
     "FIELD_NAMES",
+    "FORM_FIELDS",
     "MAX_DOCUMENT_BYTES",
     "InvalidPersona",
     "Persona",
@@ -24,11 +32,14 @@ __all__ = [
     "PersonaRegistry",
     "PersonaVersion",
     "Problem",
+    "apply_form_values",
     "build_system_prompt",
     "default_data_dir",
     "fill_placeholders",
+    "form_values",
     "load_persona_text",
     "persona_to_yaml",
+    "read_persona_mapping",
     "render_greeting",
     "validate_yaml",
 ]

@@ -301,8 +301,8 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
 
 
-def load_persona_text(yaml_text: str | bytes) -> Persona:
-    """Parse and validate one persona YAML document; raise InvalidPersona listing every problem."""
+def _read_mapping(yaml_text: str | bytes) -> tuple[Node, dict[Any, Any]]:
+    """Parse a document into its node tree and mapping, refusing what is not a readable mapping."""
     if isinstance(yaml_text, bytes):
         try:
             yaml_text = yaml_text.decode("utf-8")
@@ -350,7 +350,20 @@ def load_persona_text(yaml_text: str | bytes) -> Persona:
                 )
             ]
         )
+    return root, data
 
+
+def read_persona_mapping(yaml_text: str | bytes) -> dict[Any, Any]:
+    """The document's top-level mapping, unvalidated (for merging form edits into it).
+
+    Raises InvalidPersona when the text is not a readable YAML mapping at all.
+    """
+    return _read_mapping(yaml_text)[1]
+
+
+def load_persona_text(yaml_text: str | bytes) -> Persona:
+    """Parse and validate one persona YAML document; raise InvalidPersona listing every problem."""
+    root, data = _read_mapping(yaml_text)
     problems = _duplicate_keys(root)
     persona: Persona | None = None
     try:
@@ -359,9 +372,7 @@ def load_persona_text(yaml_text: str | bytes) -> Persona:
         for err in exc.errors():
             loc = tuple(err["loc"])
             want_key = err["type"] == "extra_forbidden" or (loc and loc[-1] == "[key]")
-            node = _find_node(root, loc, want_key=bool(want_key))
-            if node is None and err["type"] == "missing":
-                node = None  # a missing field has no place in the text
+            node = _find_node(root, loc, want_key=bool(want_key))  # None for a missing field
             problems.append(Problem(_field_label(loc), _schema_message(err), **_at(node)))
     problems.extend(_placeholder_problems(data, root))
     if problems or persona is None:
@@ -394,11 +405,18 @@ _Dumper.add_representer(str, _represent_str)
 
 def persona_to_yaml(persona: Persona) -> str:
     """The persona as a YAML document in field order, leaving out empty optional fields."""
-    data = persona.model_dump()
+    return dump_persona_mapping(persona.model_dump())
+
+
+def dump_persona_mapping(data: Mapping[Any, Any]) -> str:
+    """A persona-shaped mapping as YAML: known fields in model order, then any others as they
+    are (so validation can point at them), empty optional fields left out."""
+    known = [name for name in FIELD_NAMES if name in data]
+    others = [key for key in data if key not in FIELD_NAMES]
     out = {
-        name: data[name]
-        for name in FIELD_NAMES
-        if name in REQUIRED_FIELDS or data[name] not in ("", [], {}, None)
+        key: data[key].strip() if isinstance(data[key], str) else data[key]
+        for key in known + others
+        if key in REQUIRED_FIELDS or data[key] not in ("", [], {}, None)
     }
     return yaml.dump(
         out,

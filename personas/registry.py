@@ -112,9 +112,17 @@ def _write_atomic(path: Path, text: str, *, exclusive: bool) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        if exclusive:
+        if not exclusive:
+            os.replace(tmp, path)
+            return
+        try:
             os.link(tmp, path)  # atomic, and raises FileExistsError instead of replacing
-        else:
+        except FileExistsError:
+            raise
+        except OSError:
+            # Some mounted volumes refuse hard links: claim the name with O_EXCL, then move the
+            # finished file over it. A reader may briefly see it empty and falls back meanwhile.
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
             os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -272,3 +272,14 @@ def test_a_damaged_saved_file_falls_back_to_the_newest_good_version(
     (folder / "finance" / "v0002.yaml").write_text("id: [", encoding="utf-8")
     assert v2.version == 2
     assert registry.get("alice", "finance").version == 1
+
+
+def test_saves_work_where_hard_links_are_refused(
+    registry: PersonaRegistry, monkeypatch: pytest.MonkeyPatch
+):
+    def no_links(src, dst):
+        raise PermissionError("hard links not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    assert [registry.save("alice", finance_text(t)).version for t in (20, 21)] == [1, 2]
+    assert registry.get("alice", "finance").persona.parameters["veto_threshold_pct"] == 21
