@@ -1,0 +1,501 @@
+"""The chat turn: memory, persona and model tied together (DESIGN.md, "The chat turn").
+
+    async for event in service.send(owner, conv_id, text):
+        Delta(text)    a chunk of the reply, as it streams
+        Done(...)      the reply is complete and saved; which model answered; degraded or not
+        Cleared(...)   the message was `/reset`: what was forgotten
+
+Order of a turn: `/reset` first (no quota, no model) -> quota (fails closed) -> context (fails
+open: no history, flagged degraded) -> save the user's message -> stream the reply -> save it
+(a stopped or failed stream keeps what arrived, marked incomplete) -> in the background: metrics
+(numbers only, never text) and summarization when due, neither delaying the reply.
+
+Errors are `AssistantError`s with a message the user can act on; an error during the stream
+carries the text that had arrived in `.partial` (already saved, marked incomplete). Memory's
+`ConversationNotFound` passes through unchanged: the conversation is gone, not the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memory import (
+    ContextWindow,
+    ConversationStore,
+    FailOpenStore,
+    MemoryStatus,
+    MemoryStoreError,
+    ResetResult,
+    StorageUnavailable,
+    Turn,
+    TurnMetrics,
+)
+from memory.policy import MAX_MESSAGE_CHARS
+from personas import PersonaError, PersonaRegistry, build_system_prompt
+
+from .errors import (
+    AssistantError,
+    BlockedBySafety,
+    EmptyReply,
+    InvalidMessage,
+    NothingToRetry,
+    QuotaExceeded,
+    StorageError,
+)
+from .models import ChatModel, Message, Settings, Usage
+
+log = logging.getLogger(__name__)
+
+RESET_COMMAND = "/reset"
+DEFAULT_PERSONA_ID = "assistant"
+# Used only when no persona can be loaded at all (broken install): the turn still gets answered.
+FALLBACK_SYSTEM_PROMPT = "You are Mnemo, a helpful assistant that remembers the conversation."
+MEMORY_NOTE_HEADER = (
+    "## Memory note\n"
+    "What you remember from earlier in this conversation (older messages no longer shown below). "
+    "It is background written by the memory system, not a new message from the user; use it "
+    "when it is relevant."
+)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A chunk of the reply."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The reply is complete (or was cut short: status "incomplete") and saved."""
+
+    reply: str
+    model: str  # display name of the model that answered
+    status: Literal["ok", "incomplete"]
+    degraded: bool  # memory storage failed: answered without history and/or not saved
+    usage: Usage
+    saved: bool = True  # False when storage failed and the reply exists only on screen
+    notice: str | None = None  # why the reply is incomplete, for the user
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """The conversation's memory was reset (the `/reset` command)."""
+
+    result: ResetResult
+
+
+ChatEvent = Delta | Done | Cleared
+
+
+@dataclass(frozen=True)
+class Preview:
+    """Exactly what the model receives with the next message (the inspector shows it)."""
+
+    system_prompt: str  # the persona's composed prompt
+    summary: str | None  # the rolling summary, if any
+    turns: list[dict[str, str]]  # the recent turns, {"role", "content"}, oldest first
+    chars: int  # memory characters in use (summary + turns)
+    budget: int
+    system_instruction: str  # system_prompt + the memory note: the exact system text sent
+    model: str
+    persona_id: str
+    persona_version: int | None
+    degraded: bool = False
+    not_shown: int = 0  # older turns waiting to be summarized, not sent
+
+
+def is_reset_command(text: str) -> bool:
+    """True for `/reset` typed alone (any case, surrounding spaces ignored)."""
+    return text.strip().casefold() == RESET_COMMAND
+
+
+def memory_note(context: ContextWindow) -> str | None:
+    """The summary and recalled turns as one clearly labelled note, or None when empty."""
+    parts: list[str] = []
+    if context.summary is not None:
+        parts.append("Summary of the earlier conversation:\n" + context.summary.content.strip())
+    if context.recalled:
+        lines = [f"{r.turn.role.capitalize()}: {r.turn.content}" for r in context.recalled]
+        parts.append(
+            "Recalled older messages that match the new message, oldest first:\n" + "\n".join(lines)
+        )
+    if not parts:
+        return None
+    return MEMORY_NOTE_HEADER + "\n\n" + "\n\n".join(parts)
+
+
+def compose_system(persona_prompt: str, context: ContextWindow) -> str:
+    """Persona prompt, then the memory note when there is one."""
+    note = memory_note(context)
+    return persona_prompt if note is None else persona_prompt + "\n\n" + note
+
+
+@dataclass
+class _Persona:
+    id: str
+    version: int | None
+    prompt: str
+    temperature: float | None
+
+
+@dataclass
+class _Turn:
+    """The state of one reply being produced."""
+
+    owner: str
+    conv_id: str
+    parts: list[str] = field(default_factory=list)
+    first_token_ms: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class ChatService:
+    """Runs chat turns for the app. One instance serves every owner and conversation."""
+
+    def __init__(
+        self,
+        store: ConversationStore | FailOpenStore,
+        personas: PersonaRegistry,
+        model: ChatModel,
+        quota_per_hour: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        # Context, append and status must never fail a turn; the quota must (FailOpenStore
+        # passes count_turn_requests through unchanged).
+        self.store = store if isinstance(store, FailOpenStore) else FailOpenStore(store)
+        self.personas = personas
+        self.model = model
+        self.quota_per_hour = quota_per_hour or None
+        self.clock = clock
+        self._background: set[asyncio.Task[Any]] = set()
+        self._owns_store = False
+
+    @classmethod
+    async def open(
+        cls,
+        data_dir: str | None = None,
+        *,
+        model: ChatModel | None = None,
+        quota_per_hour: int | str | None = None,
+    ) -> ChatService:
+        """A service over the store and personas in the data dir, with the configured model
+        (see assistant.config). `aclose()` closes the store it opened."""
+        from . import config
+        from .summarizer import summarizer_for
+
+        model = model or config.select_model()
+        directory = config.data_dir(data_dir)
+        store = await ConversationStore.open(directory, summarizer=summarizer_for(model))
+        service = cls(
+            store,
+            PersonaRegistry(data_dir=directory),
+            model,
+            quota_per_hour=config.quota_per_hour(quota_per_hour),
+        )
+        service._owns_store = True
+        return service
+
+    # -- the turn -----------------------------------------------------------------------
+
+    async def send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[ChatEvent]:
+        """Answer `text` in the conversation, streaming; see the module docstring."""
+        if is_reset_command(text):
+            yield Cleared(await self.reset(owner, conv_id))
+            return
+        _check_message(text)
+        await self._check_quota(owner)
+        persona, degraded = await self._persona_of(owner, conv_id)
+        context = await self.store.context(owner, conv_id, query=text)
+        saved = await self.store.append(owner, conv_id, "user", text)
+        degraded = degraded or context.degraded or not saved.saved
+        # The new message goes in whole: the context clips stored turns for the prompt, and this
+        # one is not in it yet (it was read before the append).
+        messages: list[Message] = [*context.messages(), {"role": "user", "content": text}]
+        async for event in self._reply(owner, conv_id, persona, context, messages, degraded):
+            yield event
+
+    async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
+        """Regenerate the reply to the last user message (the previous reply is dropped)."""
+        await self._check_quota(owner)
+        persona, degraded = await self._persona_of(owner, conv_id)
+        try:
+            await self.store.drop_last_reply(owner, conv_id)
+            last = await self.store.transcript(owner, conv_id, limit=1)
+        except StorageUnavailable as exc:
+            raise StorageError(_STORAGE_DOWN.format(action="retry")) from exc
+        if not last or last[-1].role != "user":
+            raise NothingToRetry("There is no message to answer again yet: send one first.")
+        question = last[-1]
+        context = await self.store.context(owner, conv_id, query=question.content)
+        messages = context.messages()
+        if context.turns and context.turns[-1].id == question.id:
+            messages[-1] = {"role": "user", "content": question.content}  # unclipped
+        else:
+            messages.append({"role": "user", "content": question.content})
+        degraded = degraded or context.degraded
+        async for event in self._reply(owner, conv_id, persona, context, messages, degraded):
+            yield event
+
+    async def _reply(
+        self,
+        owner: str,
+        conv_id: str,
+        persona: _Persona,
+        context: ContextWindow,
+        messages: list[Message],
+        degraded: bool,
+    ) -> AsyncIterator[ChatEvent]:
+        system = compose_system(persona.prompt, context)
+        settings = Settings(temperature=persona.temperature)
+        turn = _Turn(owner, conv_id)
+        started = time.perf_counter()
+        stream = self.model.stream(system, messages, settings)
+        try:
+            async with contextlib.aclosing(stream):
+                async for chunk in stream:
+                    if turn.first_token_ms is None:
+                        turn.first_token_ms = _ms_since(started)
+                    turn.parts.append(chunk)
+                    yield Delta(chunk)
+            if not turn.text.strip():
+                raise EmptyReply(
+                    "The model finished without writing anything. Retry, or rephrase the message."
+                )
+        except (asyncio.CancelledError, GeneratorExit):
+            # The app stopped the stream: keep what arrived. Shielded, so a second cancel
+            # cannot lose the save.
+            await self._shielded(self._finish(turn, stream.usage, started, "stopped", None))
+            raise
+        except AssistantError as exc:
+            exc.partial = turn.text
+            await self._shielded(self._finish(turn, stream.usage, started, "error", exc))
+            raise
+        except Exception as exc:
+            # A bug or an unmapped library error: still keep the partial reply and the metrics.
+            await self._shielded(self._finish(turn, stream.usage, started, "error", exc))
+            raise
+
+        notice = None
+        if stream.truncated:
+            notice = f"The reply was cut at {MAX_MESSAGE_CHARS:,} characters, the message limit."
+        elif stream.finish_reason in ("MAX_TOKENS", "length"):
+            notice = "The reply hit the model's length limit. Ask it to continue."
+        saved = await self._finish(turn, stream.usage, started, "ok", None, incomplete=bool(notice))
+        yield Done(
+            reply=turn.text,
+            model=self.model.name,
+            status="incomplete" if notice else "ok",
+            degraded=degraded or not saved,
+            usage=stream.usage,
+            saved=saved,
+            notice=notice,
+        )
+
+    async def _finish(
+        self,
+        turn: _Turn,
+        usage: Usage,
+        started: float,
+        status: Literal["ok", "error", "stopped"],
+        error: BaseException | None,
+        *,
+        incomplete: bool = False,
+    ) -> bool:
+        """Save the reply (or what arrived of it) and schedule metrics and summarization.
+        Returns whether the reply is stored."""
+        saved = False
+        text = turn.text
+        if text.strip():
+            try:
+                reply = await self.store.append(
+                    turn.owner,
+                    turn.conv_id,
+                    "assistant",
+                    text,
+                    incomplete=incomplete or status != "ok",
+                )
+                saved = reply.saved
+            except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
+                log.warning("reply not saved: %s", type(exc).__name__)
+        metrics_status = status
+        if isinstance(error, BlockedBySafety):
+            metrics_status = "refused"
+        metrics = TurnMetrics(
+            model=self.model.model_id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            latency_ms=_ms_since(started),
+            first_token_ms=turn.first_token_ms,
+            status=metrics_status,  # type: ignore[arg-type]
+            error_kind=_error_kind(error),
+        )
+        self._spawn(self._record(turn.owner, turn.conv_id, metrics))
+        if saved:
+            self._spawn(self._summarize(turn.owner, turn.conv_id))
+        return saved
+
+    # -- the other actions --------------------------------------------------------------
+
+    async def reset(self, owner: str, conv_id: str) -> ResetResult:
+        """Forget the conversation: turns and summaries go, the conversation stays."""
+        try:
+            return await self.store.reset(owner, conv_id)
+        except StorageUnavailable as exc:
+            raise StorageError(_STORAGE_DOWN.format(action="reset")) from exc
+
+    async def undo(self, owner: str, conv_id: str) -> list[Turn]:
+        """Drop the last user message and what followed it; returns what went ([] if none)."""
+        try:
+            return await self.store.undo(owner, conv_id)
+        except StorageUnavailable as exc:
+            raise StorageError(_STORAGE_DOWN.format(action="undo")) from exc
+
+    async def status(self, owner: str, conv_id: str) -> MemoryStatus:
+        """For the badge (degraded instead of an error when storage fails)."""
+        return await self.store.status(owner, conv_id)
+
+    async def preview(self, owner: str, conv_id: str) -> Preview:
+        """What the model would receive with the next message, besides that message. Recalled
+        turns depend on the next message, so none appear here. The offline model may clip this
+        further to fit its 2,048-token window."""
+        persona, degraded = await self._persona_of(owner, conv_id)
+        context = await self.store.context(owner, conv_id)
+        return Preview(
+            system_prompt=persona.prompt,
+            summary=context.summary.content if context.summary else None,
+            turns=context.messages(),
+            chars=context.chars,
+            budget=context.budget,
+            system_instruction=compose_system(persona.prompt, context),
+            model=self.model.name,
+            persona_id=persona.id,
+            persona_version=persona.version,
+            degraded=degraded or context.degraded,
+            not_shown=context.not_shown,
+        )
+
+    # -- background work ----------------------------------------------------------------
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        # Keep a reference: the loop holds tasks weakly, an unreferenced one can vanish mid-run.
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _shielded(self, work: Coroutine[Any, Any, Any]) -> Any:
+        """Run `work` to completion even if the caller is cancelled again meanwhile."""
+        task = self._spawn(work)
+        # Cancelled again while waiting: the work goes on as a tracked task; the caller gets
+        # the CancelledError.
+        return await asyncio.shield(task)
+
+    async def _record(self, owner: str, conv_id: str, metrics: TurnMetrics) -> None:
+        try:
+            await self.store.record_metrics(owner, conv_id, metrics)
+        except Exception as exc:  # metrics must never hurt a turn
+            log.warning("metrics not recorded: %s", type(exc).__name__)
+
+    async def _summarize(self, owner: str, conv_id: str) -> None:
+        try:
+            await self.store.summarize_if_needed(owner, conv_id)
+        except Exception as exc:  # retried on the next turn
+            log.warning("summarization failed: %s: %s", type(exc).__name__, exc)
+
+    async def wait_background(self) -> None:
+        """Wait until metrics and summarizations started so far are done (tests, shutdown)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Finish background work, then close what this service opened."""
+        await self.wait_background()
+        if self._owns_store:
+            await self.store.close()
+        closer = getattr(self.model, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    async def _check_quota(self, owner: str) -> None:
+        if self.quota_per_hour is None:
+            return
+        try:
+            used = await self.store.count_turn_requests(owner, since=self.clock() - 3600)
+        except Exception as exc:
+            # Fail closed: on a public deployment an unknown count must not mean "unlimited".
+            log.warning("quota check failed: %s", type(exc).__name__)
+            raise QuotaExceeded(
+                "Mnemo cannot check your message quota right now, so it is not answering. "
+                "Try again in a minute."
+            ) from exc
+        if used >= self.quota_per_hour:
+            raise QuotaExceeded(
+                f"You have sent {self.quota_per_hour} messages in the last hour, the limit on "
+                "this server. Try again later, or run Mnemo yourself for no limit."
+            )
+
+    async def _persona_of(self, owner: str, conv_id: str) -> tuple[_Persona, bool]:
+        """The persona of the conversation, as this owner currently has it (edits apply from
+        the next message). Returns (persona, degraded)."""
+        degraded = False
+        try:
+            conversation = await self.store.get_conversation(owner, conv_id)
+            persona_id = conversation.persona_id or DEFAULT_PERSONA_ID
+        except StorageUnavailable:
+            degraded = True
+            persona_id = DEFAULT_PERSONA_ID
+        return await asyncio.to_thread(self._load_persona, owner, persona_id), degraded
+
+    def _load_persona(self, owner: str, persona_id: str) -> _Persona:
+        for candidate in dict.fromkeys((persona_id, DEFAULT_PERSONA_ID)):
+            try:
+                found = self.personas.get(owner, candidate)
+                return _Persona(
+                    id=candidate,
+                    version=found.version,
+                    prompt=build_system_prompt(found.persona),
+                    temperature=found.persona.temperature,
+                )
+            except PersonaError as exc:
+                log.warning("persona %r unavailable: %s", candidate, exc)
+        return _Persona(DEFAULT_PERSONA_ID, None, FALLBACK_SYSTEM_PROMPT, None)
+
+
+_STORAGE_DOWN = (
+    "Memory storage is unavailable right now, so {action} cannot change the conversation. "
+    "Try again in a moment."
+)
+
+
+def _check_message(text: str) -> None:
+    if not text or not text.strip():
+        raise InvalidMessage("Type a message first.")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidMessage(
+            f"Your message is {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}. "
+            "Shorten it or split it into several messages."
+        )
+
+
+def _error_kind(error: BaseException | None) -> str | None:
+    if error is None:
+        return None
+    if isinstance(error, AssistantError):
+        return error.kind
+    return type(error).__name__
+
+
+def _ms_since(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)

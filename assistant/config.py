@@ -1,0 +1,122 @@
+"""Settings, one function each. Lookup order everywhere: argument > environment > default.
+
+MNEMO_DATA_DIR        where the database and saved personas live       (./data)
+MNEMO_MODEL           gemini | local | auto                            (auto)
+GEMINI_API_KEY        Gemini key; GOOGLE_API_KEY is read when it is unset
+GEMINI_MODEL          Gemini model id                                  (gemini-2.5-flash)
+GEMINI_BASE_URL       another endpoint for the Gemini API (tests use a local fake)
+MNEMO_QUOTA_PER_HOUR  messages per owner per hour; unset, empty or 0 = no quota
+MNEMO_HOST            address the app listens on                       (127.0.0.1)
+MNEMO_PORT            port the app listens on                          (7860)
+MNEMO_SECRET          secret for owner ids; unset = generated once in the data dir
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from .errors import ConfigError
+from .gemini import DEFAULT_MODEL, KEY_HELP
+from .models import ChatModel
+
+ModelChoice = Literal["gemini", "local", "auto"]
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory: argument, else $MNEMO_DATA_DIR, else ./data."""
+    return Path(path if path is not None else _env("MNEMO_DATA_DIR") or "data")
+
+
+def model_choice(choice: str | None = None) -> ModelChoice:
+    """Which model to use: argument, else $MNEMO_MODEL, else 'auto' (Gemini when a key is set,
+    otherwise the offline model)."""
+    value = (choice or _env("MNEMO_MODEL") or "auto").lower()
+    if value not in ("gemini", "local", "auto"):
+        raise ConfigError(f"MNEMO_MODEL must be gemini, local or auto, not {value!r}.")
+    return value  # type: ignore[return-value]
+
+
+def gemini_api_key(key: str | None = None) -> str | None:
+    """The Gemini key: argument, else $GEMINI_API_KEY, else $GOOGLE_API_KEY, else None."""
+    return key or _env("GEMINI_API_KEY") or _env("GOOGLE_API_KEY")
+
+
+def gemini_model(model: str | None = None) -> str:
+    """The Gemini model id: argument, else $GEMINI_MODEL, else gemini-2.5-flash."""
+    return model or _env("GEMINI_MODEL") or DEFAULT_MODEL
+
+
+def gemini_base_url(url: str | None = None) -> str | None:
+    """Another Gemini endpoint: argument, else $GEMINI_BASE_URL, else None (Google's)."""
+    return url or _env("GEMINI_BASE_URL")
+
+
+def quota_per_hour(quota: int | str | None = None) -> int | None:
+    """Messages per owner per hour: argument, else $MNEMO_QUOTA_PER_HOUR; None or 0 = no quota."""
+    raw = quota if quota is not None else _env("MNEMO_QUOTA_PER_HOUR")
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(
+            f"MNEMO_QUOTA_PER_HOUR must be a whole number of messages, not {raw!r}."
+        ) from None
+    if value < 0:
+        raise ConfigError(f"MNEMO_QUOTA_PER_HOUR cannot be negative ({value}).")
+    return value or None
+
+
+def host(value: str | None = None) -> str:
+    """Listen address: argument, else $MNEMO_HOST, else 127.0.0.1."""
+    return value or _env("MNEMO_HOST") or "127.0.0.1"
+
+
+def port(value: int | str | None = None) -> int:
+    """Listen port: argument, else $MNEMO_PORT, else 7860."""
+    raw = value if value is not None else _env("MNEMO_PORT") or 7860
+    try:
+        number = int(raw)
+    except ValueError:
+        raise ConfigError(f"MNEMO_PORT must be a port number, not {raw!r}.") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"MNEMO_PORT must be between 0 and 65535, not {number}.")
+    return number
+
+
+def secret(value: str | None = None) -> str | None:
+    """Owner-id secret: argument, else $MNEMO_SECRET, else None (the app generates one)."""
+    return value or _env("MNEMO_SECRET")
+
+
+def select_model(
+    choice: str | None = None,
+    *,
+    api_key: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> ChatModel:
+    """The chat model to use, from arguments and the environment.
+
+    auto: Gemini when a key is set, else the embedded offline model. gemini without a key is an
+    error (silently answering with a 135M model instead would mislead). The offline model is
+    created here but loads lazily, on its first reply.
+    """
+    which = model_choice(choice)
+    key = gemini_api_key(api_key)
+    if which == "gemini" and not key:
+        raise ConfigError(f"MNEMO_MODEL=gemini needs an API key. {KEY_HELP}.")
+    if which == "gemini" or (which == "auto" and key):
+        from .gemini import GeminiModel
+
+        return GeminiModel(key or "", gemini_model(model), base_url=gemini_base_url(base_url))
+    from .local import LocalModel
+
+    return LocalModel()

@@ -1,0 +1,259 @@
+"""Gemini through google-genai: async streaming with a system instruction and usage counts.
+
+SDK and transport errors are turned into `AssistantError`s here, at the boundary, with messages
+that say what to do next. The SDK's own retries are left off (one attempt): the user has a Retry
+button, and a stuck retry loop would only delay an error they can act on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import re
+from collections.abc import AsyncIterator
+from types import ModuleType
+
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from .errors import (
+    AssistantError,
+    BlockedBySafety,
+    InvalidKey,
+    InvalidRequest,
+    ModelUnavailable,
+    RateLimited,
+)
+from .models import Message, ReplyStream, Settings, clip_reply, merge_same_roles
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+# ~4 characters per token in English: 2,500 tokens stay under the 10,000-character storage
+# limit; text in scripts with fewer characters per token ends far below it. Replies are also
+# clipped by characters, so this only keeps the model from writing what we would throw away.
+DEFAULT_MAX_OUTPUT_TOKENS = 2_500
+TIMEOUT_MS = 120_000
+KEY_HELP = "Set GEMINI_API_KEY (or GOOGLE_API_KEY); get a key at https://aistudio.google.com/apikey"
+
+_SAFETY_REASONS = {
+    "SAFETY",
+    "PROHIBITED_CONTENT",
+    "BLOCKLIST",
+    "SPII",
+    "IMAGE_SAFETY",
+    "JAILBREAK",
+    "MODEL_ARMOR",
+    "RECITATION",
+}
+
+
+def _transports() -> list[ModuleType]:
+    # google-genai uses httpx2 (a fork of httpx under another name) when it is installed, else
+    # httpx: errors may come from either.
+    found = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    return found
+
+
+_HTTP_ERRORS: tuple[type[Exception], ...] = tuple(m.HTTPError for m in _transports())
+_CONNECT_ERRORS: tuple[type[Exception], ...] = tuple(m.ConnectError for m in _transports())
+_TIMEOUT_ERRORS: tuple[type[Exception], ...] = tuple(m.TimeoutException for m in _transports())
+_SDK_ERRORS = (genai_errors.APIError, genai_errors.UnknownApiResponseError, *_HTTP_ERRORS)
+
+
+def display_name(model_id: str) -> str:
+    """'gemini-2.5-flash' -> 'Gemini 2.5 Flash' (unknown shapes are returned as given)."""
+    bare = model_id.removeprefix("models/")
+    if not bare.startswith("gemini-"):
+        return bare
+    words = [w if re.fullmatch(r"[\d.]+", w) else w.capitalize() for w in bare.split("-")]
+    return " ".join(words)
+
+
+def to_contents(messages: list[Message]) -> list[types.Content]:
+    """Our messages -> Gemini contents (assistant -> model), same-role neighbours joined."""
+    return [
+        types.Content(
+            role="model" if m["role"] == "assistant" else "user",
+            parts=[types.Part(text=m["content"])],
+        )
+        for m in merge_same_roles(messages)
+    ]
+
+
+class GeminiModel:
+    """A Gemini model behind google-genai's async client."""
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        timeout_ms: int = TIMEOUT_MS,
+    ) -> None:
+        self.model_id = model
+        self.name = display_name(model)
+        self.base_url = base_url
+        http_options = types.HttpOptions(base_url=base_url, timeout=timeout_ms)
+        self._client = genai.Client(api_key=api_key, http_options=http_options)
+
+    def __repr__(self) -> str:
+        return f"GeminiModel({self.model_id!r})"
+
+    def _config(
+        self, system: str | None, temperature: float | None, max_output_tokens: int
+    ) -> types.GenerateContentConfig:
+        thinking = None
+        if self.model_id.removeprefix("models/").startswith("gemini-2.5-flash"):
+            # Thinking tokens count against max_output_tokens and delay the first token; a chat
+            # reply does not need them. Only 2.5 Flash models accept a budget of 0.
+            thinking = types.ThinkingConfig(thinking_budget=0)
+        return types.GenerateContentConfig(
+            system_instruction=system or None,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
+            thinking_config=thinking,
+        )
+
+    def stream(self, system: str, messages: list[Message], settings: Settings) -> ReplyStream:
+        """Stream a reply; see ReplyStream."""
+        return ReplyStream(lambda reply: self._produce(reply, system, messages, settings))
+
+    async def _produce(
+        self, reply: ReplyStream, system: str, messages: list[Message], settings: Settings
+    ) -> AsyncIterator[str]:
+        config = self._config(
+            system,
+            settings.temperature,
+            settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS,
+        )
+        sent = 0
+        try:
+            responses = await self._client.aio.models.generate_content_stream(
+                model=self.model_id, contents=to_contents(messages), config=config
+            )
+            async with contextlib.aclosing(responses):
+                async for response in responses:
+                    _raise_if_blocked(response)
+                    if response.usage_metadata is not None:
+                        reply.usage.input_tokens = response.usage_metadata.prompt_token_count
+                        reply.usage.output_tokens = response.usage_metadata.candidates_token_count
+                    if response.candidates and response.candidates[0].finish_reason:
+                        reply.finish_reason = str(response.candidates[0].finish_reason.value)
+                    text, cut = clip_reply(_text_of(response), sent, settings.max_reply_chars)
+                    if text:
+                        sent += len(text)
+                        yield text
+                    if cut:
+                        reply.truncated = True
+                        reply.finish_reason = "MAX_CHARS"
+                        return
+        except AssistantError:
+            raise
+        except _SDK_ERRORS as exc:
+            raise self.error_for(exc) from exc
+
+    async def complete(
+        self,
+        system: str | None,
+        prompt: str,
+        *,
+        temperature: float | None = 0.2,
+        max_output_tokens: int = 1_500,
+    ) -> str:
+        """One non-streamed answer (used by the summarizer)."""
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=self.model_id,
+                contents=prompt,
+                config=self._config(system, temperature, max_output_tokens),
+            )
+        except _SDK_ERRORS as exc:
+            raise self.error_for(exc) from exc
+        _raise_if_blocked(response)
+        return _text_of(response)
+
+    async def count_tokens(self, messages: list[Message]) -> int:
+        """Tokens Gemini counts for these messages (the system instruction is not accepted by
+        countTokens on the Developer API, so it is not included)."""
+        try:
+            result = await self._client.aio.models.count_tokens(
+                model=self.model_id, contents=to_contents(messages)
+            )
+        except _SDK_ERRORS as exc:
+            raise self.error_for(exc) from exc
+        return result.total_tokens or 0
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+
+    def error_for(self, exc: Exception) -> AssistantError:
+        """Map an SDK or transport error to ours, with a message that says what to do."""
+        if isinstance(exc, genai_errors.APIError):
+            code = exc.code or 0
+            detail = (exc.message or exc.status or "").strip()
+            if code == 429:
+                return RateLimited(
+                    "Gemini is rate-limiting requests (429: too many requests or the key's quota "
+                    "is used up). Wait a minute, then retry."
+                )
+            if code in (401, 403) or (code == 400 and "api key" in detail.lower()):
+                return InvalidKey(
+                    f"Gemini rejected the API key ({code}: {detail}). {KEY_HELP}, then restart."
+                )
+            if code == 404:
+                return InvalidRequest(
+                    f"Gemini has no model '{self.model_id}' ({detail}). Set GEMINI_MODEL to an "
+                    f"available model such as {DEFAULT_MODEL}."
+                )
+            if 400 <= code < 500:
+                return InvalidRequest(f"Gemini refused the request ({code}: {detail}).")
+            return ModelUnavailable(
+                f"Gemini is having trouble right now ({code} {exc.status or ''}). "
+                "Retry in a moment."
+            )
+        if isinstance(exc, _CONNECT_ERRORS):
+            where = self.base_url or "generativelanguage.googleapis.com"
+            return ModelUnavailable(
+                f"Could not reach Gemini at {where}. Check the network connection "
+                "(or GEMINI_BASE_URL), then retry."
+            )
+        if isinstance(exc, _TIMEOUT_ERRORS):
+            return ModelUnavailable("Gemini took too long to answer. Retry in a moment.")
+        if isinstance(exc, _HTTP_ERRORS):
+            return ModelUnavailable(
+                "The connection to Gemini broke off mid-reply; what arrived is kept. "
+                "Retry for a complete answer."
+            )
+        return ModelUnavailable(f"Gemini sent a response that could not be read ({exc}). Retry.")
+
+
+def _text_of(response: types.GenerateContentResponse) -> str:
+    if not response.candidates or not response.candidates[0].content:
+        return ""
+    parts = response.candidates[0].content.parts or []
+    return "".join(p.text for p in parts if p.text and not p.thought)
+
+
+def _raise_if_blocked(response: types.GenerateContentResponse) -> None:
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason:
+        reason = str(feedback.block_reason.value)
+        raise BlockedBySafety(
+            f"Gemini's safety filters blocked this message ({reason}). Rephrase it and try again."
+        )
+    if response.candidates:
+        finish = response.candidates[0].finish_reason
+        if finish is not None and str(finish.value) in _SAFETY_REASONS:
+            raise BlockedBySafety(
+                f"Gemini stopped the reply for safety reasons ({finish.value}). "
+                "Rephrase the message and try again."
+            )
