@@ -342,7 +342,11 @@ class PersonaRegistry:
                 except FileExistsError:
                     number += 1  # another writer (another process) took it
             self._set_current(folder, number)
-            return self._read_saved(folder, number)
+            path = folder / _version_name(number)
+            st = path.stat()
+            saved = PersonaVersion(persona, number, yaml_text, "saved", st.st_mtime)
+            self._saved_cache[path] = (st.st_mtime_ns, saved)
+            return saved
 
     def versions(self, owner: str, persona_id: str) -> list[PersonaVersion]:
         """Every version of `persona_id` for this owner, newest first; the built-in is v0."""

@@ -283,3 +283,41 @@ def test_saves_work_where_hard_links_are_refused(
     monkeypatch.setattr(os, "link", no_links)
     assert [registry.save("alice", finance_text(t)).version for t in (20, 21)] == [1, 2]
     assert registry.get("alice", "finance").persona.parameters["veto_threshold_pct"] == 21
+
+
+def test_readers_never_see_a_half_written_version(registry: PersonaRegistry):
+    seen: set[int] = set()
+    errors: list[Exception] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                seen.add(registry.get("alice", "finance").persona.parameters["veto_threshold_pct"])
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    try:
+        for threshold in range(16, 26):
+            registry.save("alice", finance_text(threshold))
+    finally:
+        done.set()
+        for thread in readers:
+            thread.join()
+    assert errors == []
+    assert seen <= set(range(15, 26))
+    assert registry.get("alice", "finance").persona.parameters["veto_threshold_pct"] == 25
+
+
+def test_a_damaged_current_pointer_falls_back_to_the_newest_version(
+    registry: PersonaRegistry, tmp_path: Path
+):
+    registry.save("alice", finance_text(20))
+    registry.save("alice", finance_text(25))
+    registry.rollback("alice", "finance", 1)
+    folder = tmp_path / "data" / "personas" / hashlib.sha256(b"alice").hexdigest()[:32]
+    (folder / "finance" / "current").write_text("garbage", encoding="utf-8")
+    assert registry.get("alice", "finance").version == 2
