@@ -1,0 +1,328 @@
+"""The app's handlers, called as plain functions: a real store and registry in a tmp dir and the
+real google-genai client talking to the local fake Gemini server. No browser here."""
+
+from __future__ import annotations
+
+import warnings
+
+import gradio as gr
+import pytest
+from fake_gemini import FakeGemini
+
+import app
+from assistant.gemini import GeminiModel
+from ui.runtime import Runtime
+
+
+@pytest.fixture
+def fake():
+    with FakeGemini() as server:
+        yield server
+
+
+@pytest.fixture
+async def rt(tmp_path, fake):
+    runtime = Runtime(tmp_path / "data", model=GeminiModel("test-key", base_url=fake.url))
+    yield runtime
+    svc = await runtime.service()
+    await svc.wait_background()
+    await runtime.close()
+
+
+OWNER = "b-owner-aaaaaaaaaaaaaaaa"
+OTHER = "b-other-bbbbbbbbbbbbbbbb"
+
+
+async def send(rt, owner, conversation_id, text, chat=None, persona_id=None):
+    """What the browser does on Enter: accept, then stream; returns the last view."""
+    _box, chat, pending = app.accept_message(text, chat or [])
+    views = [
+        v async for v in app.stream_reply(rt, owner, conversation_id, pending, persona_id, chat)
+    ]
+    return views
+
+
+def texts(chat):
+    return [(m["role"], m["content"]) for m in chat]
+
+
+# ---- sessions ------------------------------------------------------------------------------
+
+
+def test_identify_gives_a_new_browser_an_id_and_keeps_it():
+    owner, kept = app.identify(None)
+    assert owner == kept and owner.startswith("b-")
+    assert app.identify(kept) == (kept, kept)
+
+
+def test_identify_replaces_a_tampered_id():
+    owner, kept = app.identify("../../etc/passwd")
+    assert owner == kept and owner.startswith("b-") and "/" not in owner
+
+
+def test_identify_uses_the_signed_in_username():
+    profile = gr.OAuthProfile(
+        {"preferred_username": "ada", "name": "Ada", "profile": "", "picture": ""}
+    )
+    owner, kept = app.identify("b-" + "x" * 24, profile)
+    assert owner == "hf:ada" and kept == "b-" + "x" * 24
+
+
+# ---- the input box -------------------------------------------------------------------------
+
+
+def test_empty_input_does_nothing():
+    box, _chat, pending = app.accept_message("   ", [])
+    assert pending == ""
+    assert isinstance(box, type(gr.skip())) or box == gr.skip()
+
+
+def test_too_long_input_is_refused_with_the_limit():
+    with pytest.raises(gr.Error) as err:
+        app.accept_message("x" * 10_001, [])
+    assert "10,001" in err.value.message and "10,000" in err.value.message
+
+
+def test_accepted_message_shows_at_once_and_clears_the_box():
+    box, chat, pending = app.accept_message(" Hello ", [{"role": "assistant", "content": "Hi"}])
+    assert pending == "Hello"
+    assert chat[-1] == {"role": "user", "content": "Hello"}
+    assert box["value"] == "" and box["stop_btn"] is True
+
+
+# ---- chatting ------------------------------------------------------------------------------
+
+
+async def test_first_message_creates_the_conversation_and_streams(rt, fake):
+    fake.reply("Yes, ", "bring an ", "umbrella.")
+    views = await send(rt, OWNER, None, "Will it rain in Taipei tomorrow?")
+    streamed = [v.chat[-1]["content"] for v in views[:-1]]
+    assert streamed[-1] == "Yes, bring an umbrella."
+    final = views[-1]
+    assert final.conversation_id
+    assert texts(final.chat)[-2:] == [
+        ("user", "Will it rain in Taipei tomorrow?"),
+        ("assistant", "Yes, bring an umbrella."),
+    ]
+    assert final.badge.startswith("🧠 Remembering 2 messages")
+    assert "Gemini 2.5 Flash" in final.badge
+    labels = [label for label, _ in final.conversations["choices"]]
+    assert len(labels) == 1 and "Will it rain in Taipei tomorrow?" in labels[0]
+    assert final.conversations["value"] == final.conversation_id
+
+
+async def test_second_answer_is_given_the_first_exchange(rt, fake):
+    fake.reply("Yes, rain in Taipei.")
+    first = (await send(rt, OWNER, None, "Will it rain in Taipei tomorrow?"))[-1]
+    fake.reply("Kaohsiung stays dry.")
+    await send(rt, OWNER, first.conversation_id, "And Kaohsiung?", first.chat)
+    assert fake.last.turns == [
+        ("user", "Will it rain in Taipei tomorrow?"),
+        ("model", "Yes, rain in Taipei."),
+        ("user", "And Kaohsiung?"),
+    ]
+
+
+async def test_reset_command_empties_memory_and_says_what_went(rt, fake):
+    first = (await send(rt, OWNER, None, "My name is Ada."))[-1]
+    views = await send(rt, OWNER, first.conversation_id, "/reset", first.chat)
+    final = views[-1]
+    assert final.badge.startswith("💤 Nothing remembered yet")
+    assert "forgot 2 messages" in final.chat[-1]["content"]
+    requests = len(fake.requests)
+    await send(rt, OWNER, first.conversation_id, "What is my name?")
+    assert len(fake.requests) == requests + 1
+    assert fake.last.turns == [("user", "What is my name?")]
+
+
+async def test_reset_button_empties_memory(rt, fake):
+    first = (await send(rt, OWNER, None, "My name is Ada."))[-1]
+    view = await app.reset_memory(rt, OWNER, first.conversation_id)
+    assert view.badge.startswith("💤 Nothing remembered yet")
+    assert "forgot 2 messages" in view.chat[-1]["content"]
+    svc = await rt.service()
+    assert (await svc.status(OWNER, first.conversation_id)).total == 0
+
+
+async def test_undo_drops_the_exchange_and_returns_the_text(rt, fake):
+    first = (await send(rt, OWNER, None, "First question"))[-1]
+    second = (await send(rt, OWNER, first.conversation_id, "Second question", first.chat))[-1]
+    *view, box = await app.undo_last(rt, OWNER, second.conversation_id)
+    view = app.ChatView(*view)
+    assert box["value"] == "Second question"
+    assert [t for _, t in texts(view.chat)][-2:] == ["First question", "You said: First question"]
+    assert view.badge.startswith("🧠 Remembering 2 messages")
+
+
+async def test_retry_regenerates_the_last_reply(rt, fake):
+    fake.reply("First try.")
+    first = (await send(rt, OWNER, None, "Tell me a joke"))[-1]
+    chat, _box = app.begin_retry(first.chat)
+    assert chat[-1]["role"] == "user"
+    fake.reply("Second try.")
+    views = [v async for v in app.stream_retry(rt, OWNER, first.conversation_id, chat)]
+    assert texts(views[-1].chat)[-2:] == [("user", "Tell me a joke"), ("assistant", "Second try.")]
+    assert fake.last.turns == [("user", "Tell me a joke")]
+
+
+async def test_a_model_error_is_shown_and_the_message_kept(rt, fake):
+    fake.error(429, "Resource has been exhausted")
+    gen = app.stream_reply(rt, OWNER, None, "Hello?", None, [])
+    views = []
+    with pytest.raises(gr.Error) as err:
+        async for view in gen:
+            views.append(view)
+    assert "retry" in err.value.message.lower() or "later" in err.value.message.lower()
+    assert "Traceback" not in err.value.message
+    assert ("user", "Hello?") in texts(views[-1].chat)
+
+
+async def test_switching_restores_the_transcript(rt, fake):
+    a = (await send(rt, OWNER, None, "About apples"))[-1]
+    b = (await send(rt, OWNER, None, "About bananas"))[-1]
+    assert a.conversation_id != b.conversation_id
+    view = await app.switch_conversation(rt, OWNER, a.conversation_id)
+    assert ("user", "About apples") in texts(view.chat)
+    assert [cid for _, cid in view.conversations["choices"]] == [
+        b.conversation_id,
+        a.conversation_id,
+    ]
+    latest = await app.open_latest(rt, OWNER)
+    assert latest.conversation_id == b.conversation_id
+
+
+async def test_owners_never_see_each_other(rt, fake):
+    mine = (await send(rt, OWNER, None, "A secret of mine"))[-1]
+    theirs = await app.open_latest(rt, OTHER)
+    assert theirs.conversation_id is None and theirs.conversations["choices"] == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peek = await app.switch_conversation(rt, OTHER, mine.conversation_id)
+    assert peek.conversation_id is None
+    assert all("secret" not in m["content"] for m in peek.chat)
+    with pytest.raises(gr.Error):
+        await app.rename_conversation(rt, OTHER, mine.conversation_id, "mine now")
+
+
+async def test_rename_and_delete(rt, fake):
+    first = (await send(rt, OWNER, None, "Plan the trip"))[-1]
+    view = await app.rename_conversation(rt, OWNER, first.conversation_id, "  Trip to Tainan ")
+    assert view.conversations["choices"][0][0].split("\n")[0].endswith("Trip to Tainan")
+    shown, text = await app.ask_delete(rt, OWNER, first.conversation_id)
+    assert shown["visible"] is True and "Trip to Tainan" in text
+    *after, hidden = await app.confirm_delete(rt, OWNER, first.conversation_id)
+    after = app.ChatView(*after)
+    assert hidden["visible"] is False
+    assert after.conversation_id is None and after.conversations["choices"] == []
+
+
+async def test_rename_needs_a_name(rt, fake):
+    first = (await send(rt, OWNER, None, "Hello"))[-1]
+    with pytest.raises(gr.Error, match="new name"):
+        await app.rename_conversation(rt, OWNER, first.conversation_id, "   ")
+
+
+async def test_new_chat_shows_the_persona_greeting_and_is_not_saved(rt, fake):
+    view = await app.new_chat(rt, OWNER, "finance")
+    assert view.conversation_id is None
+    assert view.persona["value"] == "finance"
+    assert view.chat and view.chat[0]["role"] == "assistant"
+    assert view.badge.startswith("💤 Nothing remembered yet")
+    assert view.conversations["choices"] == []
+    final = (await send(rt, OWNER, None, "Check this deal", persona_id="finance"))[-1]
+    store = await rt.store()
+    conversation = await store.get_conversation(OWNER, final.conversation_id)
+    assert conversation.persona_id == "finance"
+
+
+async def test_changing_the_persona_of_a_conversation(rt, fake):
+    first = (await send(rt, OWNER, None, "Hello"))[-1]
+    view = await app.change_persona(rt, OWNER, first.conversation_id, "sales")
+    assert view.persona["value"] == "sales"
+    sales = rt.registry.get(OWNER, "sales").persona
+    assert sales.display_name in view.inspector
+
+
+async def test_inspector_shows_what_the_model_receives(rt, fake):
+    fake.reply("Noted.")
+    first = (await send(rt, OWNER, None, "My cat is called Mochi"))[-1]
+    assert "#### System instruction" in first.inspector
+    assert "My cat is called Mochi" in first.inspector and "Noted." in first.inspector
+
+
+# ---- the persona editor --------------------------------------------------------------------
+
+# `role_description` indented under display_name: a YAML syntax error at line 3, column 19.
+BROKEN = "id: assistant\ndisplay_name: Ada\n  role_description: x\n"
+WHERE = "line 3, column 19"
+
+
+async def test_editor_shows_yaml_form_versions_and_preview(rt):
+    picker, yaml_text, *rest = await app.show_editor(rt, OWNER, "finance")
+    form, (versions, preview, status) = rest[: len(app.FORM_FIELDS)], rest[len(app.FORM_FIELDS) :]
+    assert picker["value"] == "finance"
+    assert "veto_threshold_pct" in yaml_text
+    assert form[0] == rt.registry.get(OWNER, "finance").persona.display_name
+    assert versions["choices"][0] == ("v0 · built-in", 0)
+    assert "15" in preview  # the veto threshold, filled into the rules
+    assert "v0" in status
+
+
+def test_yaml_edit_updates_form_and_preview():
+    text = "id: tester\ndisplay_name: Tess\nrole_description: Tests things.\ntemperature: 0.3\n"
+    *form, preview, status = app.yaml_edited(text)
+    assert form[0] == "Tess" and form[app.FORM_FIELDS.index("temperature")] == 0.3
+    assert "Tests things." in preview and "Valid" in status
+
+
+def test_broken_yaml_reports_line_and_column_and_leaves_the_form():
+    *form, _preview, status = app.yaml_edited(BROKEN)
+    assert WHERE in status
+    assert all(isinstance(v, type(gr.skip())) for v in form)
+
+
+def test_form_edit_rewrites_the_yaml():
+    text = "id: tester\ndisplay_name: Tess\nrole_description: Tests things.\n"
+    values = ["Tess", "🧪", "Tests things.", "", "", "edge cases\nregressions", "", 0.5, "n: 3"]
+    new_yaml, preview, _status = app.form_edited(text, *values)
+    assert "avatar: 🧪" in new_yaml and "- regressions" in new_yaml and "n: 3" in new_yaml
+    assert "temperature: 0.5" in new_yaml
+    assert "edge cases" in preview
+
+
+def test_form_edit_waits_for_valid_yaml():
+    values = ["X", "", "r", "", "", "", "", None, ""]
+    _new_yaml, _preview, status = app.form_edited(BROKEN, *values)
+    assert "Fix the YAML first" in status
+
+
+async def test_save_applies_from_the_next_message(rt, fake):
+    first = (await send(rt, OWNER, None, "Hello"))[-1]
+    yaml_text = rt.registry.get(OWNER, "assistant").yaml_text
+    edited = yaml_text.replace(
+        "role_description: >\n", "role_description: >\n  Always answer like a pirate.\n", 1
+    )
+    assert edited != yaml_text
+    result = await app.save_persona(rt, OWNER, edited)
+    assert "Saved as **v1**" in result[-1]
+    await send(rt, OWNER, first.conversation_id, "Hi again")
+    assert "Always answer like a pirate." in fake.last.system_text
+    # Someone else still gets the built-in.
+    assert "pirate" not in rt.registry.get(OTHER, "assistant").yaml_text
+
+
+async def test_broken_save_keeps_the_old_persona(rt, fake):
+    before = rt.registry.get(OWNER, "assistant")
+    result = await app.save_persona(rt, OWNER, BROKEN)
+    assert WHERE in result[-1] and "Not saved" in result[-1]
+    assert rt.registry.get(OWNER, "assistant").version == before.version
+
+
+async def test_rollback_and_revert(rt):
+    base = rt.registry.get(OWNER, "sales").yaml_text
+    await app.save_persona(rt, OWNER, base.replace("display_name:", "display_name: X", 1))
+    await app.save_persona(rt, OWNER, base)
+    out = await app.rollback_persona(rt, OWNER, "sales", 1)
+    assert rt.registry.get(OWNER, "sales").version == 1 and "v1" in out[-1]
+    await app.revert_persona(rt, OWNER, "sales")
+    assert rt.registry.get(OWNER, "sales").source == "builtin"
