@@ -167,7 +167,8 @@ class PersonaRegistry:
                     continue
                 self._builtins[persona_id] = self._load_builtin(path, st, entry)
             for persona_id, entry in self._builtins.items():
-                if persona_id not in found and entry.current is not None and entry.error is None:
+                if persona_id not in found and entry.mtime_ns != -1:
+                    entry.mtime_ns = -1  # so the file is reloaded whenever it comes back
                     entry.error = f"{persona_id}.yaml is missing from {self.builtin_dir}"
                     log.warning("built-in persona file %s.yaml disappeared; keeping it", persona_id)
             return {pid: e.current for pid, e in self._builtins.items() if e.current is not None}

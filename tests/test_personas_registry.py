@@ -321,3 +321,15 @@ def test_a_damaged_current_pointer_falls_back_to_the_newest_version(
     folder = tmp_path / "data" / "personas" / hashlib.sha256(b"alice").hexdigest()[:32]
     (folder / "finance" / "current").write_text("garbage", encoding="utf-8")
     assert registry.get("alice", "finance").version == 2
+
+
+def test_a_builtin_file_removed_on_disk_keeps_serving_until_it_returns(
+    registry: PersonaRegistry, builtin_dir: Path
+):
+    path = builtin_dir / "sales.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.unlink()
+    assert registry.get("alice", "sales").persona.id == "sales"
+    assert "sales.yaml is missing" in (registry.last_error("sales") or "")
+    path.write_text(text, encoding="utf-8")
+    assert registry.last_error("sales") is None
