@@ -1,0 +1,113 @@
+"""Memory strategies fed one conversation message by message, for prompt size and quality.
+
+Each strategy answers one question: given everything said so far, what text of the history
+does the model get? Each does its own summarization the way its design does (after every
+message here; Mnemo's app does it in the background after the reply).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from bench.baselines import DropOldest, ReferenceDesign
+
+
+def chars(texts: list[str]) -> int:
+    return sum(len(t) for t in texts)
+
+
+class FullHistory:
+    """Everything, every time: the upper bound on what the model could know."""
+
+    name = "full history"
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, str]] = []
+
+    async def add(self, role: str, content: str) -> None:
+        self.messages.append((role, content))
+
+    async def context(self, query: str | None = None) -> list[str]:
+        return [c for _, c in self.messages]
+
+    async def close(self) -> None:
+        pass
+
+
+class DropOldestStrategy(FullHistory):
+    """The Redis reference design over the same messages."""
+
+    def __init__(self, policy: DropOldest, name: str | None = None) -> None:
+        super().__init__()
+        self.policy = policy
+        self.name = name or policy.name
+
+    async def context(self, query: str | None = None) -> list[str]:
+        return [c for _, c in self.policy.context(self.messages)]
+
+
+class ReferenceStrategy:
+    """The SQLite reference design: append, then its summarize check, each on a new connection."""
+
+    name = "SQLite reference design"
+
+    def __init__(self, path: Path) -> None:
+        self.design = ReferenceDesign(path)
+        self.design.create_schema()
+        self.session = "planted"
+
+    async def add(self, role: str, content: str) -> None:
+        await self.design.append(self.session, role, content)
+        await self.design.summarize_if_needed(self.session)
+
+    async def context(self, query: str | None = None) -> list[str]:
+        return [row["content"] for row in await self.design.load(self.session)]
+
+    async def close(self) -> None:
+        pass
+
+
+class MnemoStrategy:
+    """Mnemo's ConversationStore; with `recall`, context() gets the question as its query."""
+
+    def __init__(self, store, owner: str, conv_id: str, *, recall: bool = False) -> None:
+        self.store = store
+        self.owner = owner
+        self.conv_id = conv_id
+        self.recall = recall
+        self.name = "Mnemo with recall" if recall else "Mnemo"
+        self.recalled_turns = 0
+
+    @classmethod
+    async def create(cls, store, owner: str, *, recall: bool = False) -> MnemoStrategy:
+        conv = await store.create_conversation(owner)
+        return cls(store, owner, conv.id, recall=recall)
+
+    async def add(self, role: str, content: str) -> None:
+        await self.store.append(self.owner, self.conv_id, role, content)
+        await self.store.summarize_if_needed(self.owner, self.conv_id)
+
+    async def context(self, query: str | None = None) -> list[str]:
+        if self.recall and query is not None:
+            ctx = await self.store.context(self.owner, self.conv_id, query=query)
+        else:
+            ctx = await self.store.context(self.owner, self.conv_id)
+        texts = [ctx.summary.content] if ctx.summary else []
+        recalled = getattr(ctx, "recalled", []) or []
+        self.recalled_turns += len(recalled)
+        texts.extend(r.turn.content for r in recalled)
+        texts.extend(t.content for t in ctx.turns)
+        return texts
+
+    def view(self, *, recall: bool) -> MnemoStrategy:
+        """The same conversation seen with or without recall (no second copy of the data)."""
+        return MnemoStrategy(self.store, self.owner, self.conv_id, recall=recall)
+
+    async def close(self) -> None:
+        pass
+
+
+def recall_supported(store) -> bool:
+    """Whether this memory/ build takes a query for recall (issue 6)."""
+    return "query" in inspect.signature(store.context).parameters

@@ -1,0 +1,32 @@
+"""Smoke test: every benchmark's quick path runs end to end on tiny sizes.
+
+Not a timing test: nothing here looks at a number. LangChain and matplotlib are optional
+(requirements-bench.txt); the benchmarks skip those parts when they are not installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from bench.__main__ import BENCHMARKS, main
+from bench.config import BenchConfig
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+async def test_benchmark_runs_on_tiny_sizes(name, tmp_path):
+    module = importlib.import_module(f"bench.{name}")
+    out = tmp_path / "results"
+    await module.run(BenchConfig(size="tiny", out_dir=out, work_dir=tmp_path))
+    table = (out / f"{name}.md").read_text(encoding="utf-8")
+    assert table.startswith("## ")
+    assert "Machine: " in table
+    assert "| --- |" in table.replace("|---|", "| --- |")
+
+
+def test_cli_runs_one_benchmark(tmp_path, capsys):
+    code = main(["--size", "tiny", "--only", "prompt_growth", "--out", str(tmp_path)])
+    assert code == 0
+    assert (tmp_path / "prompt_growth.md").exists()
+    assert "Prompt growth" in capsys.readouterr().out
