@@ -50,10 +50,6 @@ def _check_parameter_name(name: str) -> str:
     return name
 
 
-def Text(max_length: int, min_length: int = 0):
-    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length)]
-
-
 Line = Annotated[str, StringConstraints(max_length=80), AfterValidator(_check_single_line)]
 ListItem = Annotated[str, StringConstraints(min_length=1, max_length=600)]
 ParameterName = Annotated[str, AfterValidator(_check_parameter_name)]
@@ -74,26 +70,32 @@ class Persona(BaseModel):
     id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]{1,40}$")] = Field(
         description="File and URL-safe id: 1-40 of a-z, 0-9, '_' and '-'."
     )
-    display_name: Text(60, 1) = Field(description="Name shown in the picker and the prompt.")
-    avatar: Text(32) = Field("", description="An emoji or a short text shown next to replies.")
-    description: Text(300) = Field("", description="One line for the picker; not in the prompt.")
-    role_description: Text(4000, 1) = Field(description="Who the persona is and what it does.")
+    display_name: str = Field(
+        min_length=1, max_length=60, description="Name shown in the picker and the prompt."
+    )
+    avatar: str = Field("", max_length=32, description="An emoji shown next to replies.")
+    description: str = Field(
+        "", max_length=300, description="One line for the picker; not in the prompt."
+    )
+    role_description: str = Field(
+        min_length=1, max_length=4000, description="Who the persona is and what it does."
+    )
     language: Line = Field("", description="Language of every reply, e.g. English or 繁體中文.")
-    personality: Text(2000) = Field("", description="Tone and manner.")
+    personality: str = Field("", max_length=2000, description="Tone and manner.")
     focus_areas: list[ListItem] = Field(
         default_factory=list, max_length=MAX_LIST_ITEMS, description="What it pays attention to."
     )
     decision_priority: list[ListItem] = Field(
         default_factory=list, max_length=MAX_LIST_ITEMS, description="What wins, highest first."
     )
-    response_format: Text(2000) = Field("", description="How answers are laid out.")
+    response_format: str = Field("", max_length=2000, description="How answers are laid out.")
     conclusion_label: Line = Field(
         "", description="Label of the closing line, e.g. 'Finance verdict'."
     )
     special_rules: list[ListItem] = Field(
         default_factory=list, max_length=MAX_LIST_ITEMS, description="Rules it must follow."
     )
-    greeting: Text(1000) = Field("", description="First message of a new chat.")
+    greeting: str = Field("", max_length=1000, description="First message of a new chat.")
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = Field(
         None, description="Sampling temperature 0-2; empty uses the model default."
     )

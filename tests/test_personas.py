@@ -243,6 +243,26 @@ BAD_YAML = [
         id="unknown-placeholder",
     ),
     pytest.param(
+        MINIMAL + "greeting: " + "a" * 1200 + "\n",
+        "line 4, column 11: greeting: is 1200 characters; the limit is 1000 — shorten it",
+        id="text-too-long",
+    ),
+    pytest.param(
+        MINIMAL + "focus_areas: [" + ", ".join(["x"] * 31) + "]\n",
+        "line 4, column 14: focus_areas: has 31 entries; the limit is 30 — merge or remove some",
+        id="list-too-long",
+    ),
+    pytest.param(
+        MINIMAL + "special_rules:\n  - ''\n",
+        "line 5, column 5: special_rules item 1: must not be empty — write something or remove",
+        id="empty-list-item",
+    ),
+    pytest.param(
+        MINIMAL + "language: |\n  English\n  French\n",
+        "line 4, column 11: language: must fit on one line — remove the line break",
+        id="multi-line-language",
+    ),
+    pytest.param(
         MINIMAL + "parameters: {flag: true}\n",
         "line 4, column 20: parameters.flag: must be a number or a text",
         id="parameter-boolean",
