@@ -216,6 +216,20 @@ _REQUIRED_HINTS = {
 }
 
 
+_EMPTY_HINTS = {
+    "id": "write an id such as `my_persona` (1-40 of a-z, 0-9, '_' or '-')",
+    "display_name": "write the name shown in the picker",
+    "role_description": "say who the persona is and what it does",
+}
+
+
+def _empty_message(loc: tuple[Any, ...]) -> str:
+    field = str(loc[-1]) if loc else ""
+    if isinstance(loc[-1], int):
+        return "must not be empty — write the item or remove its line"
+    return "must not be empty — " + _EMPTY_HINTS.get(field, "write a value or remove the line")
+
+
 def _schema_message(err: Mapping[str, Any]) -> str:
     kind = err["type"]
     loc = err["loc"]
@@ -230,7 +244,7 @@ def _schema_message(err: Mapping[str, Any]) -> str:
             return f"unknown field — did you mean `{close[0]}`? Rename or remove it"
         return "unknown field — remove it; the fields are: " + ", ".join(FIELD_NAMES)
     if kind == "string_type" and value is None:
-        return "is empty — " + _REQUIRED_HINTS.get(str(loc[-1]), "write a value")
+        return _empty_message(loc)
     if kind == "string_type":
         if isinstance(value, list | dict):
             return (
@@ -239,7 +253,7 @@ def _schema_message(err: Mapping[str, Any]) -> str:
             )
         return f"expected a text, got {_describe(value)} — put the value in quotes"
     if kind == "string_too_short":
-        return "must not be empty — write something or remove the line"
+        return _empty_message(loc)
     if kind == "string_too_long":
         return f"is {len(value)} characters; the limit is {ctx.get('max_length')} — shorten it"
     if kind == "string_pattern_mismatch":

@@ -254,7 +254,8 @@ BAD_YAML = [
     ),
     pytest.param(
         MINIMAL + "special_rules:\n  - ''\n",
-        "line 5, column 5: special_rules item 1: must not be empty — write something or remove",
+        "line 5, column 5: special_rules item 1: must not be empty — write the item or remove "
+        "its line",
         id="empty-list-item",
     ),
     pytest.param(
@@ -353,3 +354,12 @@ def test_persona_to_yaml_keeps_field_order_and_unicode():
 def test_persona_model_rejects_unknown_fields_directly():
     with pytest.raises(ValueError, match="Extra inputs"):
         Persona(id="x", display_name="X", role_description="r", mood="grumpy")  # type: ignore[call-arg]
+
+
+def test_a_blank_required_field_says_what_to_write():
+    with pytest.raises(InvalidPersona) as caught:
+        load_persona_text("id: x\ndisplay_name: X\nrole_description:\n")
+    assert caught.value.problems == [
+        "line 3, column 18: role_description: must not be empty — say who the persona is and "
+        "what it does"
+    ]

@@ -84,7 +84,7 @@ def test_removing_a_cited_parameter_is_reported_at_its_line():
 def test_bad_form_values_are_reported_like_typed_yaml():
     merged = apply_form_values(FINANCE, display_name="", temperature="hot")
     assert validate_yaml(merged) == [
-        "line 2, column 15: display_name: must not be empty — write something or remove the line",
+        "line 2, column 15: display_name: must not be empty — write the name shown in the picker",
         "line 30, column 14: temperature: expected a number such as 0.7, got a text — write it "
         "without quotes",
     ]
