@@ -1,10 +1,11 @@
 """Read and write persona YAML documents.
 
-Parsing is `yaml.SafeLoader` plus three refusals: documents over 64 KB, YAML aliases (`*name`,
-which also rules out `<<: *base` merges), and duplicate keys. Aliases are refused outright rather
-than counted: a persona is a short hand-written file that never needs them, refusing them makes
-alias bombs ("billion laughs") impossible whatever the limits, and it keeps every value at a
-single place in the text so each error can name its line and column.
+Parsing is `yaml.SafeLoader` plus four refusals: documents over 64 KB, YAML aliases (`*name`,
+which also rules out `<<: *base` merges), nesting deeper than 10 levels, and duplicate keys.
+Aliases are refused outright rather than counted: a persona is a short hand-written file that
+never needs them, refusing them makes alias bombs ("billion laughs") impossible whatever the
+limits, and it keeps every value at a single place in the text so each error can name its line
+and column.
 
 Every problem is collected (YAML syntax, schema, placeholders) and raised together as one
 `InvalidPersona`, each formatted `line L, column C: field: message`.
@@ -25,8 +26,6 @@ from .errors import InvalidPersona, Problem
 from .model import FIELD_NAMES, REQUIRED_FIELDS, Persona
 
 MAX_DOCUMENT_BYTES = 64 * 1024
-
-
 MAX_NESTING = 10  # a persona needs 2 levels (parameters, lists); the rest is a mistake or abuse
 
 
