@@ -242,6 +242,15 @@ def _schema_message(err: Mapping[str, Any]) -> str:
         if close:
             return f"unknown field — did you mean `{close[0]}`? Rename or remove it"
         return "unknown field — remove it; the fields are: " + ", ".join(FIELD_NAMES)
+    if kind == "invalid_key":
+        return (
+            f"{_describe(value)} is not a field name — use one of the persona fields or remove it"
+        )
+    if kind == "string_type" and loc and loc[-1] == "[key]":
+        return (
+            f"parameter names are text such as `veto_threshold_pct`, got {_describe(value)} "
+            "— rename it"
+        )
     if kind == "string_type" and value is None:
         return _empty_message(loc)
     if kind == "string_type":
@@ -384,7 +393,9 @@ def load_persona_text(yaml_text: str | bytes) -> Persona:
     except ValidationError as exc:
         for err in exc.errors():
             loc = tuple(err["loc"])
-            want_key = err["type"] == "extra_forbidden" or (loc and loc[-1] == "[key]")
+            want_key = err["type"] in ("extra_forbidden", "invalid_key") or (
+                loc and loc[-1] == "[key]"
+            )
             node = _find_node(root, loc, want_key=bool(want_key))  # None for a missing field
             problems.append(Problem(_field_label(loc), _schema_message(err), **_at(node)))
     problems.extend(_placeholder_problems(data, root))

@@ -269,6 +269,17 @@ BAD_YAML = [
         id="parameter-boolean",
     ),
     pytest.param(
+        MINIMAL + "12: twelve\n",
+        "line 4, column 1: 12: the number 12 is not a field name — use one of the persona fields",
+        id="number-key",
+    ),
+    pytest.param(
+        MINIMAL + "parameters: {12: 1}\n",
+        "line 4, column 14: parameters.12: parameter names are text such as `veto_threshold_pct`, "
+        "got the number 12",
+        id="parameter-number-name",
+    ),
+    pytest.param(
         MINIMAL + "parameters: {2fast: 1}\n",
         "line 4, column 14: parameters.2fast: parameter names are letters, digits and '_'",
         id="parameter-name",
@@ -363,3 +374,7 @@ def test_a_blank_required_field_says_what_to_write():
         "line 3, column 18: role_description: must not be empty — say who the persona is and "
         "what it does"
     ]
+
+
+def test_a_byte_order_mark_is_accepted():
+    assert load_persona_text("\ufeff" + MINIMAL).id == "tester"
