@@ -138,6 +138,11 @@ class PersonaRegistry:
         data_dir: str | os.PathLike[str] | None = None,
     ):
         self.builtin_dir = Path(builtin_dir) if builtin_dir is not None else BUILTIN_DIR
+        if not self.builtin_dir.is_dir():
+            raise PersonaError(
+                f"No built-in persona folder at {self.builtin_dir}: pass the folder holding "
+                "the persona *.yaml files (the personas package folder by default)."
+            )
         self.data_dir = default_data_dir(data_dir)
         self.root = self.data_dir / "personas"
         self._builtins: dict[str, _Builtin] = {}

@@ -333,3 +333,17 @@ def test_a_builtin_file_removed_on_disk_keeps_serving_until_it_returns(
     assert "sales.yaml is missing" in (registry.last_error("sales") or "")
     path.write_text(text, encoding="utf-8")
     assert registry.last_error("sales") is None
+
+
+def test_a_missing_builtin_folder_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(PersonaError, match="No built-in persona folder at"):
+        PersonaRegistry(builtin_dir=tmp_path / "nope", data_dir=tmp_path / "data")
+
+
+def test_data_dir_defaults_to_the_environment(
+    builtin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "env-data"))
+    registry = PersonaRegistry(builtin_dir=builtin_dir)
+    registry.save("alice", finance_text(20))
+    assert list((tmp_path / "env-data" / "personas").iterdir())
