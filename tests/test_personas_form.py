@@ -53,25 +53,23 @@ def test_form_edits_merge_into_yaml_and_keep_other_fields():
     assert "below 20%" in build_system_prompt(persona)
 
 
+@pytest.mark.parametrize(("typed", "expected"), [("", None), (None, None), (1, 1), ("1.5", 1.5)])
+def test_temperature_from_the_form(typed, expected):
+    assert load_persona_text(apply_form_values(FINANCE, temperature=typed)).temperature == expected
+
+
 @pytest.mark.parametrize(
-    ("values", "expected"),
+    "parameters",
     [
-        ({"temperature": ""}, None),
-        ({"temperature": None}, None),
-        ({"temperature": 1}, 1),
-        (
-            {"parameters": [["veto_threshold_pct", 12], ["max_payment_terms_days", 30], ["", ""]]},
-            {},
-        ),
-        ({"parameters": {"veto_threshold_pct": 12, "max_payment_terms_days": 30}}, {}),
+        "veto_threshold_pct: 12\n\nmax_payment_terms_days: 30\n",
+        [["veto_threshold_pct", 12], ["max_payment_terms_days", "30"], ["", ""]],
+        {"veto_threshold_pct": 12, "max_payment_terms_days": 30},
     ],
+    ids=["lines", "dataframe-rows", "mapping"],
 )
-def test_form_accepts_component_shapes(values, expected):
-    persona = load_persona_text(apply_form_values(FINANCE, **values))
-    if "temperature" in values:
-        assert persona.temperature == expected
-    else:
-        assert persona.parameters == {"veto_threshold_pct": 12, "max_payment_terms_days": 30}
+def test_parameters_from_the_form(parameters):
+    persona = load_persona_text(apply_form_values(FINANCE, parameters=parameters))
+    assert persona.parameters == {"veto_threshold_pct": 12, "max_payment_terms_days": 30}
 
 
 def test_removing_a_cited_parameter_is_reported_at_its_line():
