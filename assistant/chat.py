@@ -221,8 +221,12 @@ class ChatService:
         # The new message goes in whole: the context clips stored turns for the prompt, and this
         # one is not in it yet (it was read before the append).
         messages: list[Message] = [*context.messages(), {"role": "user", "content": text}]
-        async for event in self._reply(owner, conv_id, persona, context, messages, degraded):
-            yield event
+        # aclosing: when the app closes this generator (Stop), close the inner one right away so
+        # it saves the partial reply now, not whenever the garbage collector gets to it.
+        reply = self._reply(owner, conv_id, persona, context, messages, degraded)
+        async with contextlib.aclosing(reply):
+            async for event in reply:
+                yield event
 
     async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
         """Regenerate the reply to the last user message (the previous reply is dropped)."""
@@ -243,8 +247,12 @@ class ChatService:
         else:
             messages.append({"role": "user", "content": question.content})
         degraded = degraded or context.degraded
-        async for event in self._reply(owner, conv_id, persona, context, messages, degraded):
-            yield event
+        # aclosing: when the app closes this generator (Stop), close the inner one right away so
+        # it saves the partial reply now, not whenever the garbage collector gets to it.
+        reply = self._reply(owner, conv_id, persona, context, messages, degraded)
+        async with contextlib.aclosing(reply):
+            async for event in reply:
+                yield event
 
     async def _reply(
         self,

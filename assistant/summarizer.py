@@ -19,18 +19,22 @@ from .models import ChatModel
 
 log = logging.getLogger(__name__)
 
-SUMMARY_SYSTEM = """\
-You maintain the running memory of a conversation between a user and an assistant. You receive
-the previous memory (possibly empty) and the next messages of the conversation, and you write
-the updated memory. Rules:
-- Keep every name, number, amount, date, place, decision and commitment, and every fact the user
-  stated about themselves (who they are, where they live, what they like, what they plan).
-- Keep the questions that are still open and what was promised to follow up.
-- Keep facts from the previous memory unless the new messages correct them; then keep the
-  correction.
-- Write short bullet lines in the language of the conversation, attributing facts to "User" or
-  "Assistant". No preamble, no headings, no commentary.
-- Stay under {max_chars} characters in total."""
+SUMMARY_SYSTEM = "\n".join(
+    [
+        "You maintain the running memory of a conversation between a user and an assistant. "
+        "You receive the previous memory (possibly empty) and the next messages of the "
+        "conversation, and you write the updated memory. Rules:",
+        "- Keep every name, number, amount, date, place, decision and commitment, and every "
+        "fact the user stated about themselves (who they are, where they live, what they like, "
+        "what they plan).",
+        "- Keep the questions that are still open and what was promised to follow up.",
+        "- Keep facts from the previous memory unless the new messages correct them; then keep "
+        "the correction.",
+        "- Write short bullet lines in the language of the conversation, attributing facts to "
+        '"User" or "Assistant". No preamble, no headings, no commentary.',
+        "- Stay under {max_chars} characters in total.",
+    ]
+)
 
 
 def _transcript(turns: list[Turn]) -> str:

