@@ -14,6 +14,7 @@ from typing import Any
 from assistant.badge import compact_number
 
 MAX_MESSAGE_CHARS = 10_000
+TITLE_CHARS = 30
 STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
 
 
@@ -80,8 +81,8 @@ def conversation_label(conversation: Any, avatar: str, now: float | None = None)
     """One row of the sidebar: persona avatar and title, then (on a second line, which the
     sidebar's CSS keeps) the relative time of the last activity."""
     title = " ".join((conversation.title or "New chat").split())
-    if len(title) > 60:
-        title = title[:59].rstrip() + "…"
+    if len(title) > TITLE_CHARS:  # one line of the 300px sidebar
+        title = title[: TITLE_CHARS - 1].rstrip() + "…"
     when = relative_time(conversation.last_active_at or conversation.created_at, now)
     return f"{avatar} {title}\n{when}" if when else f"{avatar} {title}"
 

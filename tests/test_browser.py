@@ -1,0 +1,410 @@
+"""The app in a real browser: Playwright drives Debian's Chromium against `python app.py`.
+
+One app server (a subprocess, data in a tmp dir) and one fake Gemini server (in this process, so
+tests can read what the google-genai client sent) serve the whole module; each test opens its
+own browser context, which is a fresh browser with its own owner id. Without a browser these
+tests skip with the reason, except in CI (`CI=true`), where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from fake_gemini import FakeGemini, Recorded, Reply
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("MNEMO_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WAIT_MS = 30_000  # generous: CI shares 2 cores between the app, the browser and pytest
+
+
+def _no_browser_reason() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -r requirements-dev.txt)"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _browser_available():
+    reason = _no_browser_reason()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"browser tests cannot run in CI: {reason}")
+        pytest.skip(reason)
+
+
+# ---- servers -------------------------------------------------------------------------------
+
+
+def answer(request: Recorded) -> Reply:
+    """The fake model: echo the last message and name the first one, so a reply shows whether
+    the earlier exchange reached the model."""
+    users = [text for role, text in request.turns if role == "user"]
+    last = users[-1] if users else ""
+    text = f"You said: {last}"
+    if len(users) > 1:
+        text += f" — and earlier you said: {users[0]}"
+    words = text.split(" ")
+    return Reply(chunks=[w + " " for w in words[:-1]] + [words[-1]], chunk_delay=0.01)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """`python app.py` in a subprocess, restartable on the same port and data dir."""
+
+    def __init__(self, data_dir: Path, gemini_url: str, log_path: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("MNEMO_SECRET", "SPACE_ID", "GOOGLE_API_KEY", "MNEMO_QUOTA_PER_HOUR")
+        }
+        self.env.update(
+            MNEMO_DATA_DIR=str(data_dir),
+            MNEMO_PORT=str(self.port),
+            MNEMO_HOST="127.0.0.1",
+            MNEMO_MODEL="gemini",
+            GEMINI_API_KEY="test-key",
+            GEMINI_BASE_URL=gemini_url,
+            GRADIO_ANALYTICS_ENABLED="False",
+            PYTHONUNBUFFERED="1",
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "app.py"], cwd=ROOT, env=self.env, stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"app exited early:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"app did not start:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.proc = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeGemini(default=answer) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, fake):
+    tmp = tmp_path_factory.mktemp("mnemo-app")
+    app_server = AppServer(tmp / "data", fake.url, tmp / "app.log")
+    app_server.start()
+    yield app_server
+    app_server.stop()
+    assert "Traceback" not in app_server.log(), app_server.log()[-4000:]
+
+
+@pytest.fixture(scope="module")
+def browser(_browser_available):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def context(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    ctx.set_default_timeout(WAIT_MS)
+    yield ctx
+    ctx.close()
+
+
+# ---- page helpers --------------------------------------------------------------------------
+
+
+def expect(locator):
+    from playwright.sync_api import expect as pw_expect
+
+    pw_expect.set_options(timeout=WAIT_MS)
+    return pw_expect(locator)
+
+
+def open_app(context, server):
+    page = context.new_page()
+    page.goto(server.url)
+    expect(page.locator("#memory-badge")).to_contain_text(
+        re.compile("Nothing remembered|Remembering"), timeout=WAIT_MS
+    )
+    return page
+
+
+def badge(page):
+    return page.locator("#memory-badge")
+
+
+def send(page, text: str, remembered: int) -> None:
+    """Type a message, press Enter, and wait for the reply to be saved (the badge counts it)."""
+    box = page.locator("#chat-input textarea")
+    box.fill(text)
+    box.press("Enter")
+    expect(badge(page)).to_contain_text(f"Remembering {remembered} messages", timeout=WAIT_MS)
+
+
+def bot_messages(page):
+    return page.locator("#chat .message-row.bot-row")
+
+
+def user_messages(page):
+    return page.locator("#chat .message-row.user-row")
+
+
+def sidebar_items(page):
+    return page.locator("#conversations label")
+
+
+def open_persona_tab(page):
+    page.locator("#persona-tab-button").click()
+    expect(page.locator("#persona-yaml .cm-content")).to_be_visible()
+
+
+def replace_yaml(page, text: str) -> None:
+    """Select all in the YAML editor and type the new document as one insertion."""
+    editor = page.locator("#persona-yaml .cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text)
+
+
+def yaml_text(page) -> str:
+    return page.locator("#persona-yaml .cm-content").inner_text()
+
+
+# ---- tests ---------------------------------------------------------------------------------
+
+
+def test_second_answer_uses_the_first(context, server, fake):
+    page = open_app(context, server)
+    expect(bot_messages(page).first).to_contain_text("Mnemo")  # the persona's greeting
+    send(page, "Will it rain in Taipei tomorrow?", remembered=2)
+    send(page, "And Kaohsiung?", remembered=4)
+    expect(bot_messages(page).last).to_contain_text(
+        "earlier you said: Will it rain in Taipei tomorrow?"
+    )
+    request = fake.of("streamGenerateContent")[-1]
+    assert request.turns == [
+        ("user", "Will it rain in Taipei tomorrow?"),
+        ("model", "You said: Will it rain in Taipei tomorrow?"),
+        ("user", "And Kaohsiung?"),
+    ]
+    expect(sidebar_items(page)).to_have_count(1)
+    expect(sidebar_items(page).first).to_contain_text("Will it rain in Taipei tomorrow?")
+
+
+def test_reload_keeps_the_conversation_and_transcript(context, server):
+    page = open_app(context, server)
+    send(page, "Remember the number 4711", remembered=2)
+    page.reload()
+    expect(badge(page)).to_contain_text("Remembering 2 messages")
+    expect(user_messages(page).last).to_contain_text("Remember the number 4711")
+    expect(sidebar_items(page).first).to_contain_text("Remember the number 4711")
+
+
+def test_two_browsers_never_see_each_other(browser, server):
+    alice = browser.new_context()
+    bob = browser.new_context()
+    try:
+        alice_page = open_app(alice, server)
+        send(alice_page, "Alice's private plan", remembered=2)
+        bob_page = open_app(bob, server)
+        send(bob_page, "Bob's own thoughts", remembered=2)
+        expect(sidebar_items(bob_page)).to_have_count(1)
+        expect(sidebar_items(bob_page).first).to_contain_text("Bob's own thoughts")
+        assert "Alice" not in bob_page.locator("#chat").inner_text()
+        alice_page.reload()
+        expect(sidebar_items(alice_page)).to_have_count(1)
+        expect(sidebar_items(alice_page).first).to_contain_text("Alice's private plan")
+    finally:
+        alice.close()
+        bob.close()
+
+
+def test_new_chat_switch_rename_and_delete(context, server):
+    page = open_app(context, server)
+    send(page, "First topic", remembered=2)
+    page.locator("#new-chat").click()
+    expect(badge(page)).to_contain_text("Nothing remembered")
+    send(page, "Second topic", remembered=2)
+    expect(sidebar_items(page)).to_have_count(2)
+    expect(sidebar_items(page).first).to_contain_text("Second topic")  # newest first
+
+    sidebar_items(page).nth(1).click()
+    expect(user_messages(page).last).to_contain_text("First topic")
+
+    page.locator("#manage").get_by_text("Rename or delete").click()
+    name = page.locator("#rename-box textarea, #rename-box input").first
+    name.fill("Renamed topic")
+    page.locator("#rename-btn").click()
+    expect(page.locator("#conversations")).to_contain_text("Renamed topic")
+
+    page.locator("#delete-btn").click()
+    expect(page.locator("#delete-confirm-text")).to_contain_text("Renamed topic")
+    page.locator("#delete-no").click()
+    expect(page.locator("#delete-yes")).to_be_hidden()
+    expect(sidebar_items(page)).to_have_count(2)
+
+    page.locator("#delete-btn").click()
+    page.locator("#delete-yes").click()
+    expect(sidebar_items(page)).to_have_count(1)
+    expect(sidebar_items(page).first).to_contain_text("Second topic")
+    expect(user_messages(page).last).to_contain_text("Second topic")
+
+
+def test_reset_command_and_button_empty_memory(context, server, fake):
+    page = open_app(context, server)
+    send(page, "My name is Ada", remembered=2)
+    box = page.locator("#chat-input textarea")
+    box.fill("/reset")
+    box.press("Enter")
+    expect(badge(page)).to_contain_text("Nothing remembered yet")
+    expect(bot_messages(page).last).to_contain_text("forgot 2 messages")
+
+    send(page, "What is my name?", remembered=2)
+    assert fake.of("streamGenerateContent")[-1].turns == [("user", "What is my name?")]
+
+    page.locator("#reset-btn").click()
+    expect(badge(page)).to_contain_text("Nothing remembered yet")
+    expect(bot_messages(page).last).to_contain_text("forgot 2 messages")
+    send(page, "Anyone there?", remembered=2)
+    assert fake.of("streamGenerateContent")[-1].turns == [("user", "Anyone there?")]
+
+
+def test_persona_saved_in_yaml_applies_to_the_next_message(context, server, fake):
+    page = open_app(context, server)
+    send(page, "Hello", remembered=2)
+    open_persona_tab(page)
+    expect(page.locator("#persona-picker input")).to_have_value(re.compile("Mnemo"))
+    original = yaml_text(page)
+    assert "role_description" in original
+    edited = original.replace(
+        "role_description: >\n", "role_description: >\n  Always answer like a pirate.\n", 1
+    )
+    assert edited != original
+    replace_yaml(page, edited)
+    expect(page.locator("#persona-preview")).to_contain_text("Always answer like a pirate.")
+    page.locator("#save-btn").click()
+    expect(page.locator("#persona-status")).to_contain_text("Saved as v1")
+    expect(page.locator("#persona-versions input")).to_have_value(re.compile("^v1 "))
+
+    page.locator("#chat-tab-button").click()
+    send(page, "Who are you?", remembered=4)
+    assert "Always answer like a pirate." in fake.of("streamGenerateContent")[-1].system_text
+
+
+def test_broken_yaml_shows_line_and_column_and_keeps_the_persona(context, server, fake):
+    page = open_app(context, server)
+    open_persona_tab(page)
+    replace_yaml(page, "id: assistant\ndisplay_name: Ada\n  role_description: x\n")
+    expect(page.locator("#persona-status")).to_contain_text("line 3, column 19")
+    page.locator("#save-btn").click()
+    expect(page.locator("#persona-status")).to_contain_text("Not saved")
+    expect(page.locator("#persona-status")).to_contain_text("line 3, column 19")
+    expect(page.locator("#persona-versions input")).to_have_value("v0 · built-in")
+
+    page.locator("#chat-tab-button").click()
+    send(page, "Still you?", remembered=2)
+    system = fake.of("streamGenerateContent")[-1].system_text or ""
+    assert "Mnemo" in system and "Ada" not in system
+
+
+def test_screenshot_of_the_main_screen(context, server, fake):
+    """docs/screenshot.png: a real conversation, as a person sees it."""
+    page = open_app(context, server)
+    fake.reply("Sure — what's the plan so far?")
+    send(page, "Help me plan a weekend in Tainan", remembered=2)
+    page.locator("#new-chat").click()
+    expect(badge(page)).to_contain_text("Nothing remembered")
+    fake.reply(
+        "Yes: Taipei has an 80% chance of afternoon showers tomorrow, 24–29 °C. "
+        "Take an umbrella if you're out after lunch."
+    )
+    send(page, "Will it rain in Taipei tomorrow?", remembered=2)
+    fake.reply(
+        "Kaohsiung should stay dry — mostly sunny, 27–32 °C. Unlike Taipei, no umbrella "
+        "needed; sunscreen is the better bet."
+    )
+    send(page, "And Kaohsiung?", remembered=4)
+    page.wait_for_timeout(500)
+    out = ROOT / "docs" / "screenshot.png"
+    out.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(out))
+    assert out.stat().st_size > 20_000
+
+
+def test_restart_keeps_everything(context, server, fake):
+    """Last: restarts the module's server. The browser keeps its id across the restart."""
+    page = open_app(context, server)
+    send(page, "Before the restart", remembered=2)
+    open_persona_tab(page)
+    edited = yaml_text(page).replace("display_name: Mnemo", "display_name: Mnemo Prime", 1)
+    replace_yaml(page, edited)
+    page.locator("#save-btn").click()
+    expect(page.locator("#persona-status")).to_contain_text("Saved as v1")
+
+    server.stop()
+    server.start()
+
+    page.reload()
+    expect(badge(page)).to_contain_text("Remembering 2 messages")
+    expect(sidebar_items(page).first).to_contain_text("Before the restart")
+    expect(user_messages(page).last).to_contain_text("Before the restart")
+    send(page, "After the restart", remembered=4)
+    request = fake.of("streamGenerateContent")[-1]
+    assert request.turns[0] == ("user", "Before the restart")
+    assert "Mnemo Prime" in (request.system_text or "")
