@@ -45,7 +45,7 @@ async def run(config: BenchConfig) -> None:
     from memory import ConversationStore
 
     n_conv = config.pick(50, 50, 5)
-    phases = config.pick(4, 2, 1)
+    phases = config.pick(4, 1, 1)
     per_phase = config.pick(50, 10, 4)  # messages per conversation per phase
     pool = message_pool(config.seed)
     work = config.work_dir / NAME

@@ -84,8 +84,8 @@ async def probe(data_dir: Path, sessions: int, turns: int) -> dict[str, object]:
 
 
 async def run(config: BenchConfig) -> None:
-    sessions = config.pick(50, 50, 3)
-    turns = config.pick(20, 5, 2)
+    sessions = config.pick(50, 20, 3)
+    turns = config.pick(20, 3, 2)
     work = config.work_dir / NAME
     work.mkdir(parents=True, exist_ok=True)
     env = {

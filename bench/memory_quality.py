@@ -33,7 +33,7 @@ KINDS = ("name", "number", "date", "preference")
 async def run(config: BenchConfig) -> None:
     from memory import ConversationStore, MemoryPolicy
 
-    n_conversations = config.pick(12, 3, 1)
+    n_conversations = config.pick(12, 2, 1)
     n_messages = config.pick(800, 300, 130)
     n_facts = config.pick(12, 8, 4)
     work = config.work_dir / NAME

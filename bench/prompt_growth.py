@@ -55,7 +55,7 @@ def plot(path, series: dict[str, list[tuple[int, int]]], budget: int) -> str | N
 async def run(config: BenchConfig) -> None:
     from memory import ConversationStore
 
-    n_messages = config.pick(1_000, 400, 140)
+    n_messages = config.pick(1_000, 300, 140)
     conversation = planted_conversation(config.seed, n_messages, n_facts=0)
     work = config.work_dir / NAME
     work.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@ message here; Mnemo's app does it in the background after the reply).
 from __future__ import annotations
 
 import inspect
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from bench.baselines import DropOldest, ReferenceDesign
@@ -109,5 +111,15 @@ class MnemoStrategy:
 
 
 def recall_supported(store) -> bool:
-    """Whether this memory/ build takes a query for recall (issue 6)."""
-    return "query" in inspect.signature(store.context).parameters
+    """Whether this memory/ build recalls (issue 6): context() takes a query and the database
+    has a full-text index to recall from."""
+    if "query" not in inspect.signature(store.context).parameters:
+        return False
+    path = getattr(store, "path", None)
+    if path is None:
+        return True
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'"
+        ).fetchall()
+    return bool(rows)
