@@ -7,12 +7,14 @@ button, and a stuck retry loop would only delay an error they can act on.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
 import re
 from collections.abc import AsyncIterator
 from types import ModuleType
+from typing import Any
 
 from google import genai
 from google.genai import errors as genai_errors
@@ -135,31 +137,55 @@ class GeminiModel:
             settings.temperature,
             settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS,
         )
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        async def pump() -> None:
+            # The SDK's stream is a chain of nested async generators that do not close their
+            # inner ones. Reading it in its own task means stopping is a plain cancel that
+            # unwinds the whole chain (and closes the HTTP response) in order, instead of
+            # leaving half-read generators to the garbage collector.
+            try:
+                responses = await self._client.aio.models.generate_content_stream(
+                    model=self.model_id, contents=to_contents(messages), config=config
+                )
+                async for response in responses:
+                    queue.put_nowait(("response", response))
+            except Exception as exc:
+                queue.put_nowait(("error", exc))
+            else:
+                queue.put_nowait(("end", None))
+
+        reader = asyncio.get_running_loop().create_task(pump())
         sent = 0
         try:
-            responses = await self._client.aio.models.generate_content_stream(
-                model=self.model_id, contents=to_contents(messages), config=config
-            )
-            async with contextlib.aclosing(responses):
-                async for response in responses:
-                    _raise_if_blocked(response)
-                    if response.usage_metadata is not None:
-                        reply.usage.input_tokens = response.usage_metadata.prompt_token_count
-                        reply.usage.output_tokens = response.usage_metadata.candidates_token_count
-                    if response.candidates and response.candidates[0].finish_reason:
-                        reply.finish_reason = str(response.candidates[0].finish_reason.value)
-                    text, cut = clip_reply(_text_of(response), sent, settings.max_reply_chars)
-                    if text:
-                        sent += len(text)
-                        yield text
-                    if cut:
-                        reply.truncated = True
-                        reply.finish_reason = "MAX_CHARS"
-                        return
-        except AssistantError:
-            raise
-        except _SDK_ERRORS as exc:
-            raise self.error_for(exc) from exc
+            while True:
+                kind, value = await queue.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    if isinstance(value, _SDK_ERRORS):
+                        raise self.error_for(value) from value
+                    raise value
+                response: types.GenerateContentResponse = value
+                _raise_if_blocked(response)
+                if response.usage_metadata is not None:
+                    reply.usage.input_tokens = response.usage_metadata.prompt_token_count
+                    reply.usage.output_tokens = response.usage_metadata.candidates_token_count
+                if response.candidates and response.candidates[0].finish_reason:
+                    reply.finish_reason = str(response.candidates[0].finish_reason.value)
+                text, cut = clip_reply(_text_of(response), sent, settings.max_reply_chars)
+                if text:
+                    sent += len(text)
+                    yield text
+                if cut:
+                    reply.truncated = True
+                    reply.finish_reason = "MAX_CHARS"
+                    return
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
 
     async def complete(
         self,

@@ -4,6 +4,8 @@ against the local fake Gemini server. We assert on what the SDK actually sent.""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import socket
 import sqlite3
 import threading
@@ -25,10 +27,18 @@ from assistant import (
     RateLimited,
     badge_text,
 )
-from assistant.chat import MEMORY_NOTE_HEADER
+from assistant.chat import MEMORY_NOTE_HEADER, compose_system
 from assistant.gemini import GeminiModel
 from assistant.summarizer import GeminiSummarizer, summarizer_for
-from memory import ConversationStore, FailOpenStore, MemoryPolicy, StorageUnavailable
+from memory import (
+    ContextWindow,
+    ConversationStore,
+    FailOpenStore,
+    MemoryPolicy,
+    RecalledTurn,
+    StorageUnavailable,
+    Turn,
+)
 from personas import PersonaRegistry, build_system_prompt
 
 OWNER = "owner-a"
@@ -213,6 +223,25 @@ async def test_summary_reaches_the_model_as_a_labelled_memory_note(tmp_path, fak
         await close(env)
 
 
+def test_memory_note_labels_summary_and_recalled_turns():
+    summary = Turn(9, "c", "summary", "- User: lives in Porto.", 1.0, is_summary=True)
+    recalled = RecalledTurn(
+        turn=Turn(3, "c", "user", "The restaurant was Casa Guedes.", 0.5),
+        matched=("restaurant",),
+    )
+    window = ContextWindow(summary=summary, turns=[], chars=60, budget=12_000, recalled=[recalled])
+    system = compose_system("Persona: Mnemo", window)
+    assert system == (
+        "Persona: Mnemo\n\n"
+        + MEMORY_NOTE_HEADER
+        + "\n\nSummary of the earlier conversation:\n- User: lives in Porto."
+        + "\n\nRecalled older messages that match the new message, oldest first:\n"
+        + "User: The restaurant was Casa Guedes."
+    )
+    empty = ContextWindow(summary=None, turns=[], chars=0, budget=12_000)
+    assert compose_system("Persona: Mnemo", empty) == "Persona: Mnemo"
+
+
 async def test_background_summarization_never_delays_the_reply(tmp_path, fake):
     class SlowSummarizer:
         def __init__(self):
@@ -382,7 +411,7 @@ async def test_a_message_of_exactly_the_limit_goes_through(env, fake):
 # -- stopping ----------------------------------------------------------------------------
 
 
-async def test_closing_the_stream_keeps_the_partial_reply(env, fake, tmp_path):
+async def test_closing_the_stream_keeps_the_partial_reply(env, fake, tmp_path, caplog):
     conv = await new_conv(env)
     gate = threading.Event()
     fake.reply("The forecast ", "says rain.", gate=gate)
@@ -397,6 +426,10 @@ async def test_closing_the_stream_keeps_the_partial_reply(env, fake, tmp_path):
         ("assistant", "The forecast ", True),
     ]
     assert metrics_rows(tmp_path)[0]["status"] == "stopped"
+    # The SDK's stream was unwound in order, not left half-read to the garbage collector.
+    gc.collect()
+    await asyncio.sleep(0.05)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_cancelling_the_task_keeps_the_partial_reply(env, fake):
