@@ -1,0 +1,45 @@
+"""Errors raised by the memory package. Every one derives from `MemoryStoreError`."""
+
+
+class MemoryStoreError(Exception):
+    """Base class for every error the memory package raises."""
+
+
+class ConversationNotFound(MemoryStoreError, LookupError):
+    """No such conversation for this owner (missing, deleted, expired, or someone else's)."""
+
+
+class InvalidInput(MemoryStoreError, ValueError):
+    """The caller passed something the store refuses; nothing was written."""
+
+
+class MessageTooLong(InvalidInput):
+    """A message is longer than the per-message limit."""
+
+    def __init__(self, length: int, limit: int):
+        self.length = length
+        self.limit = limit
+        super().__init__(
+            f"Message is {length:,} characters; the limit is {limit:,}. "
+            "Shorten it or split it into several messages."
+        )
+
+
+class EmptyMessage(InvalidInput):
+    """A message is empty or only whitespace."""
+
+
+class InvalidRole(InvalidInput):
+    """A message role other than "user" or "assistant"."""
+
+
+class InvalidTitle(InvalidInput):
+    """A conversation title that is empty or too long."""
+
+
+class InvalidRetention(InvalidInput):
+    """A retention period that is not a positive number of minutes."""
+
+
+class StorageUnavailable(MemoryStoreError):
+    """The database could not be opened, read or written (locked, full, read-only, corrupt)."""

@@ -1,0 +1,143 @@
+"""Numbered schema migrations, applied in order and recorded in `_mnemo_migrations`.
+
+Never edit a migration that has shipped: add a new one. Each runs in its own transaction
+together with the row that records it, so a crash leaves it either applied or not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import aiosqlite
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+async def _run(db: aiosqlite.Connection, *statements: str) -> None:
+    for sql in statements:
+        await db.execute(sql)
+
+
+@migration
+async def m001_conversations(db: aiosqlite.Connection) -> None:
+    await _run(
+        db,
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL CHECK (length(owner) BETWEEN 1 AND 200),
+            title TEXT CHECK (title IS NULL OR length(title) BETWEEN 1 AND 100),
+            persona_id TEXT NOT NULL DEFAULT 'assistant',
+            persona_version INTEGER,
+            retention_minutes INTEGER CHECK (retention_minutes IS NULL OR retention_minutes > 0),
+            created_at REAL NOT NULL,
+            last_active_at REAL NOT NULL,
+            expires_at REAL,
+            message_count INTEGER NOT NULL DEFAULT 0 CHECK (message_count >= 0),
+            active_count INTEGER NOT NULL DEFAULT 0 CHECK (active_count >= 0),
+            chars INTEGER NOT NULL DEFAULT 0 CHECK (chars >= 0),
+            summary_count INTEGER NOT NULL DEFAULT 0 CHECK (summary_count >= 0),
+            CHECK (active_count <= message_count)
+        )
+        """,
+        "CREATE INDEX conversations_owner_active ON conversations (owner, last_active_at DESC)",
+        "CREATE INDEX conversations_expires ON conversations (expires_at) "
+        "WHERE expires_at IS NOT NULL",
+    )
+
+
+@migration
+async def m002_turns(db: aiosqlite.Connection) -> None:
+    # AUTOINCREMENT: ids are never reused, so a summary's covered id range stays meaningful
+    # after turns are deleted.
+    await _run(
+        db,
+        """
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'summary')),
+            content TEXT NOT NULL CHECK (length(content) BETWEEN 1 AND 10000),
+            created_at REAL NOT NULL,
+            is_summary INTEGER NOT NULL DEFAULT 0 CHECK (is_summary = (role = 'summary')),
+            compacted INTEGER NOT NULL DEFAULT 0 CHECK (compacted IN (0, 1)),
+            incomplete INTEGER NOT NULL DEFAULT 0 CHECK (incomplete IN (0, 1)),
+            covers_from_id INTEGER,
+            covers_to_id INTEGER,
+            covers_count INTEGER,
+            CHECK ((role = 'summary') = (covers_to_id IS NOT NULL)),
+            CHECK (covers_from_id IS NULL OR covers_from_id <= covers_to_id)
+        )
+        """,
+        # Serves every per-conversation read: recent active turns, latest summary, transcript.
+        "CREATE INDEX turns_conversation ON turns (conversation_id, compacted, is_summary, id)",
+        "CREATE INDEX turns_conversation_id ON turns (conversation_id, id)",
+    )
+
+
+@migration
+async def m003_turn_metrics(db: aiosqlite.Connection) -> None:
+    # No foreign key: quota counts must survive deleting a conversation. Never message text.
+    await _run(
+        db,
+        """
+        CREATE TABLE turn_metrics (
+            id INTEGER PRIMARY KEY,
+            owner TEXT NOT NULL,
+            conversation_id TEXT,
+            model TEXT NOT NULL,
+            input_tokens INTEGER CHECK (input_tokens IS NULL OR input_tokens >= 0),
+            output_tokens INTEGER CHECK (output_tokens IS NULL OR output_tokens >= 0),
+            latency_ms INTEGER CHECK (latency_ms IS NULL OR latency_ms >= 0),
+            first_token_ms INTEGER CHECK (first_token_ms IS NULL OR first_token_ms >= 0),
+            status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'stopped', 'refused')),
+            error_kind TEXT,
+            created_at REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX turn_metrics_owner_time ON turn_metrics (owner, created_at)",
+    )
+
+
+async def applied_migrations(db: aiosqlite.Connection) -> list[str]:
+    rows = await db.execute_fetchall(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_mnemo_migrations'"
+    )
+    if not rows:
+        return []
+    return [r[0] for r in await db.execute_fetchall("SELECT name FROM _mnemo_migrations")]
+
+
+async def migrate(db: aiosqlite.Connection) -> list[str]:
+    """Apply pending migrations; return the names applied now. Safe to run concurrently."""
+    await db.execute(
+        "CREATE TABLE IF NOT EXISTS _mnemo_migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+    )
+    applied_now = []
+    for fn in MIGRATIONS:
+        # BEGIN IMMEDIATE takes the write lock before checking, so two processes opening the
+        # same new database cannot both apply a migration.
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            done = await db.execute_fetchall(
+                "SELECT 1 FROM _mnemo_migrations WHERE name = ?", (fn.__name__,)
+            )
+            if not done:
+                await fn(db)
+                await db.execute(
+                    "INSERT INTO _mnemo_migrations (name, applied_at) VALUES (?, ?)",
+                    (fn.__name__, time.time()),
+                )
+                applied_now.append(fn.__name__)
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+        await db.execute("COMMIT")
+    return applied_now

@@ -1,0 +1,73 @@
+"""Memory limits and thresholds, and where the data lives."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# Fixed by the schema's CHECK constraint; changing it needs a migration, not a setting.
+MAX_MESSAGE_CHARS = 10_000
+TITLE_CHARS = 60
+MAX_TITLE_CHARS = 100
+DB_FILENAME = "mnemo.db"
+
+
+@dataclass(frozen=True)
+class MemoryPolicy:
+    """What the model sees of a conversation, and when older messages are summarized.
+
+    Defaults: the latest summary plus at most the 20 newest messages, each clipped to 2,000
+    characters for the prompt, everything (summary, recalled turns, recent turns) under 12,000.
+    At 101 active messages all but the newest 20 fold into one summary of at most 4,000.
+    """
+
+    keep_recent: int = 20
+    message_chars: int = 2_000
+    history_chars: int = 12_000
+    summarize_at: int = 101
+    summary_chars: int = 4_000
+    recall_k: int = 6
+    recall_chars: int = 4_000
+    # One summarization folds at most this many turns; a backlog is worked off over passes.
+    fold_max: int = 1_000
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.keep_recent < 1:
+            problems.append("keep_recent must be at least 1")
+        if self.summarize_at <= self.keep_recent:
+            problems.append("summarize_at must be greater than keep_recent")
+        if not 200 <= self.message_chars <= MAX_MESSAGE_CHARS:
+            problems.append(f"message_chars must be between 200 and {MAX_MESSAGE_CHARS:,}")
+        if not 200 <= self.summary_chars <= MAX_MESSAGE_CHARS:
+            problems.append(f"summary_chars must be between 200 and {MAX_MESSAGE_CHARS:,}")
+        if self.recall_k < 0 or self.recall_chars < 0:
+            problems.append("recall_k and recall_chars cannot be negative")
+        if self.fold_max < 1:
+            problems.append("fold_max must be at least 1")
+        # The newest message must always fit beside a full summary and full recall.
+        floor = self.summary_chars + self.recall_chars + self.message_chars
+        if self.history_chars < floor:
+            problems.append(
+                f"history_chars ({self.history_chars:,}) must be at least summary_chars + "
+                f"recall_chars + message_chars ({floor:,})"
+            )
+        if problems:
+            raise ValueError("Invalid MemoryPolicy: " + "; ".join(problems))
+
+
+def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """Where Mnemo keeps its data: the argument, else $MNEMO_DATA_DIR, else ./data."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("MNEMO_DATA_DIR")
+    return Path(env) if env else Path("data")
+
+
+def database_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The SQLite file: `path` itself when it names a .db/.sqlite file, else <data dir>/mnemo.db."""
+    base = data_dir(path)
+    if base.suffix in {".db", ".sqlite", ".sqlite3"}:
+        return base
+    return base / DB_FILENAME

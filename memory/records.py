@@ -1,0 +1,141 @@
+"""Plain data the store hands out: conversations, turns, context windows, status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Role = Literal["user", "assistant", "summary"]
+MetricsStatus = Literal["ok", "error", "stopped", "refused"]
+METRICS_STATUSES = ("ok", "error", "stopped", "refused")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    owner: str
+    title: str | None
+    persona_id: str
+    persona_version: int | None
+    retention_minutes: int | None
+    created_at: float
+    last_active_at: float
+    message_count: int  # user + assistant messages, compacted ones included
+    active_count: int  # messages not yet folded into a summary
+    chars: int  # characters of all user + assistant messages
+    expires_at: float | None  # None: kept until deleted
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: int | None  # None only for a message that could not be saved (see FailOpenStore)
+    conversation_id: str
+    role: Role
+    content: str
+    created_at: float
+    is_summary: bool = False
+    compacted: bool = False  # folded into a summary: in the transcript, out of the context
+    covers_from_id: int | None = None  # for a summary: the turn ids it covers, inclusive
+    covers_to_id: int | None = None
+    covers_count: int | None = None  # for a summary: how many messages it covers in all
+    incomplete: bool = False  # a reply that was stopped or failed mid-stream
+
+    @property
+    def saved(self) -> bool:
+        """False for the "not saved" marker a fail-open store returns when storage failed."""
+        return self.id is not None
+
+
+@dataclass(frozen=True)
+class RecalledTurn:
+    """A compacted turn brought back into the context because it matches the new message."""
+
+    turn: Turn  # a prompt-clipped copy
+    matched: tuple[str, ...]  # query terms found in it; empty for a neighbour
+    neighbour_of: int | None = None  # set when included only for sense, beside a match
+    score: float = 0.0  # bm25 (lower is better); 0.0 for a neighbour
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """What the model should see of a conversation, and why."""
+
+    summary: Turn | None
+    turns: list[Turn]  # recent turns, prompt-clipped copies, oldest first
+    chars: int  # summary + recalled + recent turns
+    budget: int
+    clipped_ids: list[int] = field(default_factory=list)
+    evicted_ids: list[int] = field(default_factory=list)  # recent turns left out for budget
+    recalled: list[RecalledTurn] = field(default_factory=list)  # oldest first
+    degraded: bool = False  # storage failed: this is empty, answer without history
+    not_shown: int = 0  # active turns older than the recent window, waiting to be summarized
+
+    def messages(self) -> list[dict[str, str]]:
+        """The recent turns as chat messages, oldest first."""
+        return [{"role": t.role, "content": t.content} for t in self.turns]
+
+    def memory_text(self) -> str | None:
+        """Summary and recalled turns as one block for the system prompt; None when empty."""
+        parts = []
+        if self.summary is not None:
+            parts.append("Summary of the earlier conversation:\n" + self.summary.content)
+        if self.recalled:
+            lines = [f"{r.turn.role}: {r.turn.content}" for r in self.recalled]
+            parts.append(
+                "Recalled from earlier in this conversation (older messages that match the "
+                "new one):\n" + "\n".join(lines)
+            )
+        return "\n\n".join(parts) or None
+
+
+@dataclass(frozen=True)
+class MemoryStatus:
+    total: int  # user + assistant messages
+    active: int
+    compacted: int
+    summaries: int  # summaries written so far (the latest one is in the context)
+    summary_covers: int  # messages the latest summary covers
+    context_chars: int
+    budget: int
+    summarizing: bool
+    retention_minutes: int | None
+    expires_at: float | None
+    degraded: bool = False
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    turns: int  # user + assistant messages removed
+    summaries: int
+    chars: int  # characters of the removed messages
+
+
+@dataclass(frozen=True)
+class TurnMetrics:
+    """One model call's numbers. Never message text."""
+
+    model: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: int | None = None
+    first_token_ms: int | None = None
+    status: MetricsStatus = "ok"
+    error_kind: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in METRICS_STATUSES:
+            raise ValueError(
+                f"TurnMetrics.status is {self.status!r}; use one of {', '.join(METRICS_STATUSES)}"
+            )
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A message (or summary) matching a search, with its conversation."""
+
+    conversation_id: str
+    conversation_title: str | None
+    turn_id: int
+    role: Role
+    snippet: str  # matched terms wrapped in [ ]
+    created_at: float
