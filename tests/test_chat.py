@@ -523,3 +523,40 @@ async def test_metrics_are_recorded_without_text(env, fake, tmp_path):
     assert (row["input_tokens"], row["output_tokens"], row["status"]) == (17, 3, "ok")
     assert row["latency_ms"] >= row["first_token_ms"] >= 0
     assert not any("secret" in str(value).lower() for value in row.values())
+
+
+async def test_unknown_or_foreign_conversation_is_not_found(env, fake):
+    from memory import ConversationNotFound
+
+    theirs = await new_conv(env, owner="owner-b")
+    for conv in ("no-such-conversation", theirs):
+        with pytest.raises(ConversationNotFound):
+            await turn(env.service, conv, TAIPEI)
+    assert fake.requests == []
+    assert await env.store.transcript("owner-b", theirs) == []
+
+
+async def test_reply_cut_by_the_token_limit_is_marked_incomplete(env, fake):
+    conv = await new_conv(env)
+    fake.reply("A long answer that", finish_reason="MAX_TOKENS")
+    done = done_of(await turn(env.service, conv, TAIPEI))
+    assert done.status == "incomplete" and "continue" in done.notice
+    reply = (await env.store.transcript(OWNER, conv))[-1]
+    assert (reply.content, reply.incomplete) == ("A long answer that", True)
+
+
+async def test_open_builds_everything_from_settings(tmp_path, fake, monkeypatch):
+    monkeypatch.setenv("MNEMO_MODEL", "gemini")
+    monkeypatch.setenv("GEMINI_API_KEY", "from-env")
+    monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
+    monkeypatch.setenv("MNEMO_QUOTA_PER_HOUR", "7")
+    service = await ChatService.open(str(tmp_path))
+    try:
+        assert service.quota_per_hour == 7
+        assert isinstance(service.store.store.summarizer, GeminiSummarizer)
+        conv = (await service.store.create_conversation(OWNER)).id
+        assert done_of(await turn(service, conv, TAIPEI)).model == "Gemini 2.5 Flash"
+        assert fake.last.headers["x-goog-api-key"] == "from-env"
+        assert (tmp_path / "mnemo.db").exists()
+    finally:
+        await service.aclose()
