@@ -82,12 +82,45 @@ class ReferenceDesign:
             rows = await cursor.fetchall()
         return [{"role": r, "content": c, "is_summary": bool(s)} for r, c, s in reversed(rows)]
 
-    async def append(self, session_id: str, role: str, content: str) -> None:
+    async def load_with_summary(self, session_id: str) -> list[dict[str, str]]:
+        """`load()`, plus the latest summary row when it is not among the newest 20.
+
+        As published, the summary reaches the model only while it is one of the newest 20 rows
+        (it sorts before the 20 rows it kept, so in practice never). The memory-quality and
+        prompt-growth benchmarks give the design the benefit of the doubt and use this.
+        """
         async with aiosqlite.connect(self.path) as db:
-            await db.execute(
-                "INSERT INTO conversations (session_id, role, content) VALUES (?, ?, ?)",
-                (session_id, role, content),
+            cursor = await db.execute(
+                "SELECT role, content, is_summary FROM conversations WHERE session_id = ? "
+                "ORDER BY created_at DESC, id DESC LIMIT ?",
+                (session_id, self.keep_recent),
             )
+            rows = list(reversed(await cursor.fetchall()))
+            if not any(is_summary for _, _, is_summary in rows):
+                cursor = await db.execute(
+                    "SELECT role, content, is_summary FROM conversations WHERE session_id = ? "
+                    "AND is_summary = 1 ORDER BY created_at DESC, id DESC LIMIT 1",
+                    (session_id,),
+                )
+                rows = list(await cursor.fetchall()) + rows
+        return [{"role": r, "content": c, "is_summary": bool(s)} for r, c, s in rows]
+
+    async def append(
+        self, session_id: str, role: str, content: str, created_at: str | None = None
+    ) -> None:
+        """Insert one message; created_at defaults to datetime('now') as in the schema."""
+        async with aiosqlite.connect(self.path) as db:
+            if created_at is None:
+                await db.execute(
+                    "INSERT INTO conversations (session_id, role, content) VALUES (?, ?, ?)",
+                    (session_id, role, content),
+                )
+            else:
+                await db.execute(
+                    "INSERT INTO conversations (session_id, role, content, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (session_id, role, content, created_at),
+                )
             await db.commit()
 
     async def summarize_if_needed(self, session_id: str) -> bool:

@@ -122,10 +122,11 @@ async def run(config: BenchConfig) -> None:
         "Mnemo uses its default policy (20 recent messages, 12,000 characters in all, summary "
         "≤ 4,000, recall ≤ 4,000 within the 12,000) and its built-in extractive summarizer, "
         "summarizing after every message as the app does in the background. The reference "
-        "design keeps a 10,000-character concatenate-and-truncate summary + the newest rows "
-        "(20 rows in all); drop-oldest keeps 10 rounds, 500 characters per message, 6,000 in "
-        "all. Key words are matched case-insensitively in the summary, recalled and recent "
-        "messages (the question itself is not counted)."
+        "design: its 10,000-character concatenate-and-truncate summary + its newest 20 rows "
+        "(as published its LIMIT 20 load drops the summary row, which sorts before the rows it "
+        "kept; here it gets the summary anyway); drop-oldest keeps 10 rounds, 500 characters "
+        "per message, 6,000 in all. Key words are matched case-insensitively in the summary, "
+        "recalled and recent messages (the question itself is not counted)."
     )
     write_result(NAME, "Memory quality", [table, kinds, *notes], out_dir=config.out_dir,
                  quick=config.quick)  # fmt: skip

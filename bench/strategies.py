@@ -12,7 +12,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from bench.baselines import DropOldest, ReferenceDesign
+from bench.baselines import DropOldest, ReferenceDesign, sqlite_timestamp
 
 
 def chars(texts: list[str]) -> int:
@@ -50,21 +50,27 @@ class DropOldestStrategy(FullHistory):
 
 
 class ReferenceStrategy:
-    """The SQLite reference design: append, then its summarize check, each on a new connection."""
+    """The SQLite reference design: append, then its summarize check, each on a new connection.
+
+    Messages are stamped one minute apart (as a real chat's would be, at datetime('now')'s
+    one-second resolution), and the context is its summary + newest 20 rows.
+    """
 
     name = "SQLite reference design"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, start_ts: float = 1_767_225_600.0) -> None:
         self.design = ReferenceDesign(path)
         self.design.create_schema()
         self.session = "planted"
+        self.ts = start_ts
 
     async def add(self, role: str, content: str) -> None:
-        await self.design.append(self.session, role, content)
+        self.ts += 60
+        await self.design.append(self.session, role, content, sqlite_timestamp(self.ts))
         await self.design.summarize_if_needed(self.session)
 
     async def context(self, query: str | None = None) -> list[str]:
-        return [row["content"] for row in await self.design.load(self.session)]
+        return [row["content"] for row in await self.design.load_with_summary(self.session)]
 
     async def close(self) -> None:
         pass
