@@ -247,8 +247,6 @@ class ChatService:
         else:
             messages.append({"role": "user", "content": question.content})
         degraded = degraded or context.degraded
-        # aclosing: when the app closes this generator (Stop), close the inner one right away so
-        # it saves the partial reply now, not whenever the garbage collector gets to it.
         reply = self._reply(owner, conv_id, persona, context, messages, degraded)
         async with contextlib.aclosing(reply):
             async for event in reply:
@@ -298,7 +296,9 @@ class ChatService:
             notice = f"The reply was cut at {MAX_MESSAGE_CHARS:,} characters, the message limit."
         elif stream.finish_reason in ("MAX_TOKENS", "length"):
             notice = "The reply hit the model's length limit. Ask it to continue."
-        saved = await self._finish(turn, stream.usage, started, "ok", None, incomplete=bool(notice))
+        saved = await self._shielded(
+            self._finish(turn, stream.usage, started, "ok", None, incomplete=bool(notice))
+        )
         yield Done(
             reply=turn.text,
             model=self.model.name,

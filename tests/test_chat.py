@@ -560,3 +560,14 @@ async def test_open_builds_everything_from_settings(tmp_path, fake, monkeypatch)
         assert (tmp_path / "mnemo.db").exists()
     finally:
         await service.aclose()
+
+
+async def test_storage_failing_mid_conversation_answers_without_history(env, fake):
+    conv = await new_conv(env)
+    await turn(env.service, conv, TAIPEI)
+    await env.service.wait_background()
+    await env.store.close()  # the database goes away under a running app
+    done = done_of(await turn(env.service, conv, KAOHSIUNG))
+    assert done.degraded and not done.saved and done.reply
+    assert fake.last.turns == [("user", KAOHSIUNG)]
+    assert (await env.service.status(OWNER, conv)).degraded
