@@ -61,7 +61,7 @@ class FailOpenStore:
         self._monotonic = monotonic
         self._last_attempt = float("-inf")
         self._open_error: StorageUnavailable | None = None
-        self.degraded = False  # the last storage call failed
+        self._failing: set[str] = set()  # "open", "read", "write": what failed last time
 
     @classmethod
     async def open(
@@ -81,6 +81,11 @@ class FailOpenStore:
         return wrapper
 
     @property
+    def degraded(self) -> bool:
+        """True while the last open, read or write attempt failed."""
+        return bool(self._failing)
+
+    @property
     def store(self) -> ConversationStore | None:
         """The underlying store, or None while the database cannot be opened."""
         return self._store
@@ -98,14 +103,18 @@ class FailOpenStore:
         except StorageUnavailable as exc:
             log.warning("Memory database unavailable, answering without memory: %s", exc)
             self._open_error = exc
-            self.degraded = True
+            self._failing.add("open")
             raise
         self._open_error = None
+        self._failing.discard("open")
         return self._store
 
-    def _failed(self, what: str, exc: Exception) -> None:
-        self.degraded = True
+    def _failed(self, kind: str, what: str, exc: Exception) -> None:
+        self._failing.add(kind)
         log.warning("Memory %s failed, continuing without it: %s", what, exc)
+
+    def _worked(self, kind: str) -> None:
+        self._failing.discard(kind)
 
     def _empty_context(self) -> ContextWindow:
         return ContextWindow(
@@ -131,7 +140,7 @@ class FailOpenStore:
                 owner, title, persona_id, persona_version, retention_minutes
             )
         except StorageUnavailable as exc:
-            self._failed("create_conversation", exc)
+            self._failed("write", "create_conversation", exc)
             now = time.time()
             return Conversation(
                 id=UNSAVED_PREFIX + secrets.token_urlsafe(16),
@@ -147,7 +156,7 @@ class FailOpenStore:
                 chars=0,
                 expires_at=None,
             )
-        self.degraded = False
+        self._worked("write")
         return conv
 
     async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
@@ -157,9 +166,9 @@ class FailOpenStore:
             store = await self._get()
             window = await store.context(owner, conv_id, query=query)
         except StorageUnavailable as exc:
-            self._failed("context", exc)
+            self._failed("read", "context", exc)
             return self._empty_context()
-        self.degraded = False
+        self._worked("read")
         return window
 
     async def append(
@@ -172,9 +181,9 @@ class FailOpenStore:
                 store = await self._get()
                 turn = await store.append(owner, conv_id, role, content, incomplete=incomplete)
             except StorageUnavailable as exc:
-                self._failed("append", exc)
+                self._failed("write", "append", exc)
             else:
-                self.degraded = False
+                self._worked("write")
                 return turn
         return Turn(
             id=None,
@@ -191,11 +200,10 @@ class FailOpenStore:
                 store = await self._get()
                 status = await store.status(owner, conv_id)
             except StorageUnavailable as exc:
-                self._failed("status", exc)
+                self._failed("read", "status", exc)
             else:
-                if self.degraded:
-                    status = _degraded(status)
-                return status
+                self._worked("read")
+                return _degraded(status) if self.degraded else status
         return MemoryStatus(
             total=0,
             active=0,
@@ -214,7 +222,7 @@ class FailOpenStore:
         try:
             return await (await self._get()).list_conversations(owner, limit)
         except StorageUnavailable as exc:
-            self._failed("list_conversations", exc)
+            self._failed("read", "list_conversations", exc)
             return []
 
     async def transcript(self, owner: str, conv_id: str, limit: int | None = None) -> list[Turn]:
@@ -223,7 +231,7 @@ class FailOpenStore:
         try:
             return await (await self._get()).transcript(owner, conv_id, limit)
         except StorageUnavailable as exc:
-            self._failed("transcript", exc)
+            self._failed("read", "transcript", exc)
             return []
 
     async def summarize_if_needed(self, owner: str, conv_id: str) -> bool:
@@ -232,14 +240,14 @@ class FailOpenStore:
         try:
             return await (await self._get()).summarize_if_needed(owner, conv_id)
         except StorageUnavailable as exc:
-            self._failed("summarize_if_needed", exc)
+            self._failed("write", "summarize_if_needed", exc)
             return False
 
     async def record_metrics(self, owner: str, conv_id: str | None, metrics: TurnMetrics) -> None:
         try:
             await (await self._get()).record_metrics(owner, conv_id, metrics)
         except StorageUnavailable as exc:
-            self._failed("record_metrics", exc)
+            self._failed("write", "record_metrics", exc)
 
     # -- calls that raise StorageUnavailable: the user asked for a change we cannot make -
 

@@ -123,12 +123,24 @@ def _turn(row: sqlite3.Row) -> Turn:
     )
 
 
+_ADVICE = {
+    "SQLITE_BUSY": "another program is writing to it; try again in a moment",
+    "SQLITE_LOCKED": "another program is writing to it; try again in a moment",
+    "SQLITE_READONLY": "make the file and its directory writable",
+    "SQLITE_FULL": "free some disk space",
+    "SQLITE_IOERR": "check the disk",
+    "SQLITE_CANTOPEN": "check the directory exists and is writable, or set MNEMO_DATA_DIR",
+    "SQLITE_CORRUPT": "move the file aside and Mnemo starts a new one",
+    "SQLITE_NOTADB": "move the file aside and Mnemo starts a new one",
+}
+
+
 def _unavailable(exc: BaseException, path: Path) -> StorageUnavailable:
-    return StorageUnavailable(
-        f"The memory database at {path} failed: {exc}. "
-        "Check the disk has space and the file is writable; if it is corrupt, move it aside "
-        "and Mnemo starts a new one."
-    )
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    advice = next((a for k, a in _ADVICE.items() if code.startswith(k)), None)
+    if advice is None:
+        advice = "check the disk has space and the file is writable"
+    return StorageUnavailable(f"The memory database at {path} failed ({exc}): {advice}.")
 
 
 async def _connect(path: Path, *, query_only: bool = False) -> aiosqlite.Connection:

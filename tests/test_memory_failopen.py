@@ -1,0 +1,140 @@
+"""FailOpenStore: when storage fails the chat still answers, and says memory is degraded."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from memory import (
+    ConversationNotFound,
+    ConversationStore,
+    EmptyMessage,
+    FailOpenStore,
+    MessageTooLong,
+    StorageUnavailable,
+    TurnMetrics,
+)
+
+
+class Monotonic:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def write_garbage(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"this is not a database, just bytes\n" * 500)
+
+
+async def test_garbage_file_refuses_to_open_with_a_clear_error(tmp_path):
+    write_garbage(tmp_path / "mnemo.db")
+    with pytest.raises(StorageUnavailable, match="move the file aside") as err:
+        await ConversationStore.open(tmp_path)
+    assert str(tmp_path / "mnemo.db") in str(err.value)
+
+
+async def test_garbage_file_fails_open_and_recovers(tmp_path):
+    write_garbage(tmp_path / "mnemo.db")
+    mono = Monotonic()
+    store = FailOpenStore(lambda: ConversationStore.open(tmp_path), monotonic=mono)
+
+    conv = await store.create_conversation("ana")  # an unsaved conversation to chat in
+    assert conv.id.startswith("unsaved-")
+    ctx = await store.context("ana", conv.id, query="hello")
+    assert ctx.degraded and ctx.turns == [] and ctx.summary is None
+    turn = await store.append("ana", conv.id, "user", "hello")
+    assert not turn.saved and turn.id is None and turn.content == "hello"
+    assert (await store.status("ana", conv.id)).degraded
+    assert (await store.context("ana", "some-real-looking-id")).degraded
+    assert not (await store.append("ana", "some-real-looking-id", "user", "hi")).saved
+    assert await store.list_conversations("ana") == []
+    assert await store.transcript("ana", conv.id) == []
+    assert not await store.summarize_if_needed("ana", conv.id)
+    await store.record_metrics("ana", conv.id, TurnMetrics(model="m"))  # logged, not raised
+    assert store.degraded
+
+    # Validation errors still raise; the quota fails closed.
+    with pytest.raises(MessageTooLong):
+        await store.append("ana", conv.id, "user", "x" * 10_001)
+    with pytest.raises(EmptyMessage):
+        await store.append("ana", conv.id, "user", "  ")
+    with pytest.raises(StorageUnavailable):
+        await store.count_turn_requests("ana", since=0)
+    with pytest.raises(StorageUnavailable):
+        await store.reset("ana", "some-real-looking-id")
+
+    # Someone moves the garbage aside: after the back-off the store opens and works.
+    (tmp_path / "mnemo.db").rename(tmp_path / "mnemo.db.broken")
+    assert (await store.context("ana", "x")).degraded  # still backing off
+    mono.now += 60
+    conv = await store.create_conversation("ana")
+    assert not conv.id.startswith("unsaved-")
+    assert (await store.append("ana", conv.id, "user", "saved now")).saved
+    assert not (await store.status("ana", conv.id)).degraded
+    await store.close()
+
+
+async def test_fail_open_classmethod_never_raises(tmp_path):
+    write_garbage(tmp_path / "mnemo.db")
+    store = await FailOpenStore.open(tmp_path)
+    assert store.store is None and store.degraded
+    assert (await store.context("ana", "x")).degraded
+    await store.close()
+
+
+def _read_only(store):
+    # Running as root ignores file permissions, so make SQLite itself refuse writes: the
+    # same SQLITE_READONLY error a read-only file or mount produces.
+    return "PRAGMA query_only = ON", "PRAGMA query_only = OFF"
+
+
+def _disk_full(store):
+    pages = sqlite3.connect(store.path).execute("PRAGMA page_count").fetchone()[0]
+    return f"PRAGMA max_page_count = {pages}", "PRAGMA max_page_count = 1073741823"
+
+
+BREAKERS = {"read-only": _read_only, "disk-full": _disk_full}
+
+
+@pytest.mark.parametrize("breaker", [*BREAKERS, "locked"])
+async def test_storage_failure_keeps_the_chat_answering(tmp_path, breaker):
+    inner = await ConversationStore.open(tmp_path)
+    store = FailOpenStore(inner)
+    conv = await store.create_conversation("ana")
+    await store.append("ana", conv.id, "user", "My name is Ana.")
+    await store.append("ana", conv.id, "assistant", "Hello Ana!")
+
+    other = None
+    if breaker == "locked":
+        await inner._writer.execute("PRAGMA busy_timeout = 50")
+        other = sqlite3.connect(inner.path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    else:
+        brk, fix = BREAKERS[breaker](inner)
+        await inner._writer.execute(brk)
+
+    if breaker == "disk-full":
+        big = "x" * 9_000  # needs new pages
+        turn = await store.append("ana", conv.id, "user", big)
+    else:
+        turn = await store.append("ana", conv.id, "user", "What is my name?")
+    assert not turn.saved
+    # Reads still work: the model sees the history it had, the badge says degraded.
+    ctx = await store.context("ana", conv.id)
+    assert [t.content for t in ctx.turns] == ["My name is Ana.", "Hello Ana!"]
+    assert (await store.status("ana", conv.id)).degraded
+    with pytest.raises(ConversationNotFound):  # not a storage error: still raised
+        await store.context("bob", conv.id)
+
+    if other is not None:
+        other.execute("ROLLBACK")
+        other.close()
+    else:
+        await inner._writer.execute(fix)
+    assert (await store.append("ana", conv.id, "user", "back again")).saved
+    assert not (await store.status("ana", conv.id)).degraded
+    await store.close()
