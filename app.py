@@ -193,9 +193,8 @@ async def switch_conversation(rt: Runtime, owner: str, conversation_id: str | No
 async def refresh_chat(
     rt: Runtime, owner: str, conversation_id: str | None, persona_id: str | None = None
 ) -> ChatView:
-    """Re-read the current chat (after a reply, a stop, or a persona edit)."""
+    """Re-read the current chat (after a persona edit)."""
     with user_errors("refresh the chat"):
-        await rt.settled(conversation_id)
         return await render_chat(rt, owner, conversation_id, persona_id)
 
 
@@ -262,24 +261,30 @@ async def change_persona(
 # ---- sending, streaming, stop, retry, undo, reset ----------------------------------------
 
 
-def accept_message(text: str, chat: list[dict[str, Any]] | None) -> tuple[Any, Any, str]:
+def accept_message(text: str, chat: list[dict[str, Any]] | None) -> tuple[Any, Any, str, Any, bool]:
     """Show the user's message at once (queue=False); the reply streams in the next step.
 
-    Returns (input box, chat, pending text). Empty input does nothing; an over-long message
-    stays in the box with a message saying how much to cut.
+    Returns (input box, chat, pending text, notice under the box, turn done). Empty input does
+    nothing; an over-long message stays in the box and the notice says how much to cut.
     """
     text = (text or "").strip()
     if not text:
-        return gr.skip(), gr.skip(), ""
+        return gr.skip(), gr.skip(), "", gr.update(visible=False), True
     if len(text) > MAX_CHARS:
-        raise gr.Error(views.too_long_message(len(text)), title="Message too long")
+        notice = gr.update(value="⚠️ " + views.too_long_message(len(text)), visible=True)
+        return gr.skip(), gr.skip(), "", notice, True
     chat = [*(chat or []), {"role": "user", "content": text}]
-    return gr.update(value="", submit_btn=False, stop_btn=True), chat, text
+    box = gr.update(value="", submit_btn=False, stop_btn=True)
+    return box, chat, text, gr.update(visible=False), False
 
 
 def input_ready() -> Any:
     """Give the input box its send button back after a reply (or a stop)."""
     return gr.update(submit_btn=True, stop_btn=False, interactive=True)
+
+
+def _unchanged() -> tuple[Any, ...]:
+    return tuple(gr.skip() for _ in ChatView._fields)
 
 
 def _plain_chat(chat: list[Any] | None) -> list[dict[str, Any]]:
@@ -297,11 +302,16 @@ async def _stream(
     chat: list[dict[str, Any]],
     events: AsyncIterator[Any],
     action: str,
-) -> AsyncIterator[ChatView]:
-    """Yield the chat as the reply streams in, then the saved state; errors keep the turn."""
+) -> AsyncIterator[tuple[Any, ...]]:
+    """Yield (*ChatView, done) as the reply streams in, then the saved state with done=True.
+
+    A failed turn keeps the user's message (the service saved it) and says what went wrong in
+    the chat and in a toast; the Retry button under it asks again.
+    """
     skip = gr.skip()
     failure: AssistantError | None = None
     cleared = None
+    notice = None
     reply = ""
     async with rt.turn(conversation_id):
         try:
@@ -310,11 +320,11 @@ async def _stream(
                 if isinstance(event, Delta):
                     reply += event.text
                     chat[-1] = {"role": "assistant", "content": reply}
-                    yield ChatView(conversation_id, skip, chat, skip, skip, skip, skip)
+                    yield (*ChatView(conversation_id, skip, chat, skip, skip, skip, skip), False)
                 elif isinstance(event, Cleared):
                     cleared = event.result
                 elif isinstance(event, Done):
-                    pass
+                    notice = event.notice
         except AssistantError as exc:
             failure = exc
         finally:
@@ -322,13 +332,18 @@ async def _stream(
                 await events.aclose()  # type: ignore[attr-defined]
     with user_errors(action):
         view = await render_chat(rt, owner, conversation_id)
+    extra = None
     if cleared is not None:
-        note = views.reset_note(cleared)
-        view = view._replace(chat=[*view.chat, {"role": "assistant", "content": note}])
-        gr.Info(note)
-    yield view
-    if failure is not None:
-        raise gr.Error(failure.message, title="The assistant could not answer")
+        extra = views.reset_note(cleared)
+        gr.Info(extra)
+    elif failure is not None:
+        extra = f"⚠️ **Not answered.** {failure.message}"
+        gr.Warning(failure.message, title="The assistant could not answer")
+    elif notice:
+        gr.Info(notice)
+    if extra:
+        view = view._replace(chat=[*view.chat, {"role": "assistant", "content": extra}])
+    yield (*view, True)
 
 
 async def stream_reply(
@@ -338,9 +353,10 @@ async def stream_reply(
     text: str,
     persona_id: str | None,
     chat: list[Any] | None,
-) -> AsyncIterator[ChatView]:
+) -> AsyncIterator[tuple[Any, ...]]:
     """Send the pending message and stream the reply. A new chat is saved first."""
-    if not text:
+    if not text:  # empty or too long: accept_message already said so
+        yield (*_unchanged(), True)
         return
     with user_errors("send your message"):
         svc = await rt.service()
@@ -349,6 +365,14 @@ async def stream_reply(
             persona = _persona_or_default(rt, owner, persona_id)
             conversation = await store.create_conversation(owner, persona_id=persona.id)
             conversation_id = conversation.id
+            # Show the new conversation in the sidebar before the reply arrives.
+            conversations = await store.list_conversations(owner)
+            _, avatars = _persona_choices(rt, owner)
+            skip = gr.skip()
+            listed = gr.update(
+                choices=views.conversation_choices(conversations, avatars), value=conversation_id
+            )
+            yield (*ChatView(conversation_id, listed, skip, skip, skip, skip, skip), False)
     async for view in _stream(
         rt,
         owner,
@@ -360,19 +384,32 @@ async def stream_reply(
         yield view
 
 
-def begin_retry(chat: list[Any] | None) -> tuple[Any, Any]:
+def begin_retry(chat: list[Any] | None) -> tuple[Any, Any, bool]:
     """Drop the last reply from view at once; the new one streams in the next step."""
     chat = _plain_chat(chat)
     while chat and chat[-1]["role"] == "assistant":
         chat.pop()
-    return chat, gr.update(submit_btn=False, stop_btn=True)
+    return chat, gr.update(submit_btn=False, stop_btn=True), False
+
+
+async def finish_turn(
+    rt: Runtime, owner: str, conversation_id: str | None, done: bool
+) -> ChatView | tuple[Any, ...]:
+    """After a reply: nothing to do if the stream delivered its final state; after Stop it
+    did not, so re-read what was saved (the partial reply, marked as stopped)."""
+    if done:
+        return _unchanged()
+    with user_errors("refresh the chat"):
+        await rt.settled(conversation_id)
+        return await render_chat(rt, owner, conversation_id)
 
 
 async def stream_retry(
     rt: Runtime, owner: str, conversation_id: str | None, chat: list[Any] | None
-) -> AsyncIterator[ChatView]:
+) -> AsyncIterator[tuple[Any, ...]]:
     """Regenerate the last reply."""
     if not conversation_id:
+        yield (*_unchanged(), True)
         return
     with user_errors("retry"):
         svc = await rt.service()
@@ -530,6 +567,10 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
     rt = rt or Runtime()
     on_space = bool(os.environ.get("SPACE_ID"))
 
+    # No progress overlays: replies stream visibly, other events are quick, and with
+    # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
+    quiet = {"show_progress": "hidden"}
+
     with gr.Blocks(title="Mnemo — a chat assistant that remembers") as demo:
         browser_id = gr.BrowserState(
             None, storage_key="mnemo-owner", secret=browser_secret(rt.data_dir, config.secret())
@@ -537,6 +578,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         owner = gr.State("")
         conversation_id = gr.State(None)
         pending = gr.State("")
+        turn_done = gr.State(True)
 
         with gr.Sidebar(elem_id="sidebar", width=300):
             gr.Markdown("## 🧠 Mnemo\nA chat assistant that remembers.", elem_id="brand")
@@ -600,6 +642,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                     autofocus=True,
                     elem_id="chat-input",
                 )
+                input_notice = gr.Markdown(visible=False, elem_id="input-notice")
                 with gr.Accordion(
                     "🔍 What the model receives next", open=False, elem_id="inspector"
                 ):
@@ -687,64 +730,75 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             title_box,
         ]
         editor = [persona_picker, persona_yaml, *form, versions, persona_preview, persona_status]
+        refresh = partial(refresh_chat, rt)
 
-        demo.load(identify, [browser_id], [owner, browser_id], queue=False).then(
-            partial(open_latest, rt), [owner], chat_view
-        ).then(partial(show_editor, rt), [owner, persona_picker], editor)
+        demo.load(identify, [browser_id], [owner, browser_id], queue=False, **quiet).then(
+            partial(open_latest, rt), [owner], chat_view, **quiet
+        ).then(partial(show_editor, rt), [owner, persona_picker], editor, **quiet)
 
-        new_btn.click(partial(new_chat, rt), [owner, chat_persona], chat_view)
-        conversations.input(partial(switch_conversation, rt), [owner, conversations], chat_view)
-        chat_persona.input(
-            partial(change_persona, rt), [owner, conversation_id, chat_persona], chat_view
+        # Sidebar.
+        new_btn.click(partial(new_chat, rt), [owner, chat_persona], chat_view, **quiet)
+        conversations.input(
+            partial(switch_conversation, rt), [owner, conversations], chat_view, **quiet
         )
-        rename_btn.click(
-            partial(rename_conversation, rt), [owner, conversation_id, title_box], chat_view
-        )
-        title_box.submit(
-            partial(rename_conversation, rt), [owner, conversation_id, title_box], chat_view
-        )
+        rename = partial(rename_conversation, rt)
+        rename_btn.click(rename, [owner, conversation_id, title_box], chat_view, **quiet)
+        title_box.submit(rename, [owner, conversation_id, title_box], chat_view, **quiet)
         delete_btn.click(
-            partial(ask_delete, rt), [owner, conversation_id], [confirm_row, confirm_text]
+            partial(ask_delete, rt), [owner, conversation_id], [confirm_row, confirm_text], **quiet
         )
-        confirm_no.click(cancel_delete, None, confirm_row, queue=False)
+        confirm_no.click(cancel_delete, None, confirm_row, queue=False, **quiet)
         confirm_yes.click(
-            partial(confirm_delete, rt), [owner, conversation_id], [*chat_view, confirm_row]
+            partial(confirm_delete, rt),
+            [owner, conversation_id],
+            [*chat_view, confirm_row],
+            **quiet,
         )
 
-        sent = chat_input.submit(
-            accept_message, [chat_input, chat], [chat_input, chat, pending], queue=False
+        # Chat: show the message at once, then stream; afterwards re-read what was saved
+        # (this also runs after Stop, when the stream's own last update never arrives).
+        chat_persona.input(
+            partial(change_persona, rt), [owner, conversation_id, chat_persona], chat_view, **quiet
         )
-        reply = sent.success(
+        turn = [*chat_view, turn_done]
+        finish = partial(finish_turn, rt)
+        sent = chat_input.submit(
+            accept_message,
+            [chat_input, chat],
+            [chat_input, chat, pending, input_notice, turn_done],
+            queue=False,
+            **quiet,
+        )
+        reply = sent.then(
             partial(stream_reply, rt),
             [owner, conversation_id, pending, chat_persona, chat],
-            chat_view,
-            show_progress="hidden",
+            turn,
+            **quiet,
         )
-        reply.then(input_ready, None, chat_input, queue=False).then(
-            partial(refresh_chat, rt), [owner, conversation_id], chat_view, show_progress="hidden"
+        reply.then(input_ready, None, chat_input, queue=False, **quiet).then(
+            finish, [owner, conversation_id, turn_done], chat_view, **quiet
         )
-
-        retried = chat.retry(begin_retry, [chat], [chat, chat_input], queue=False).then(
-            partial(stream_retry, rt),
-            [owner, conversation_id, chat],
-            chat_view,
-            show_progress="hidden",
-        )
-        retried.then(input_ready, None, chat_input, queue=False).then(
-            partial(refresh_chat, rt), [owner, conversation_id], chat_view, show_progress="hidden"
+        retried = chat.retry(
+            begin_retry, [chat], [chat, chat_input, turn_done], queue=False, **quiet
+        ).then(partial(stream_retry, rt), [owner, conversation_id, chat], turn, **quiet)
+        retried.then(input_ready, None, chat_input, queue=False, **quiet).then(
+            finish, [owner, conversation_id, turn_done], chat_view, **quiet
         )
         chat_input.stop(None, None, None, cancels=[reply, retried])
+        chat.undo(
+            partial(undo_last, rt), [owner, conversation_id], [*chat_view, chat_input], **quiet
+        )
+        reset_btn.click(partial(reset_memory, rt), [owner, conversation_id], chat_view, **quiet)
 
-        chat.undo(partial(undo_last, rt), [owner, conversation_id], [*chat_view, chat_input])
-        reset_btn.click(partial(reset_memory, rt), [owner, conversation_id], chat_view)
-
-        persona_picker.input(partial(show_editor, rt), [owner, persona_picker], editor)
+        # Persona editor: YAML and form follow each other on user input only (`.input`), so
+        # one side's update never echoes back.
+        persona_picker.input(partial(show_editor, rt), [owner, persona_picker], editor, **quiet)
         persona_yaml.input(
             yaml_edited,
             [persona_yaml],
             [*form, persona_preview, persona_status],
             trigger_mode="always_last",
-            show_progress="hidden",
+            **quiet,
         )
         for field in form:
             field.input(
@@ -752,19 +806,18 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                 [persona_yaml, *form],
                 [persona_yaml, persona_preview, persona_status],
                 trigger_mode="always_last",
-                show_progress="hidden",
+                **quiet,
             )
-        validate_btn.click(validate_persona, [persona_yaml], [persona_status])
+        validate_btn.click(validate_persona, [persona_yaml], [persona_status], **quiet)
         persona_changed = [
-            save_btn.click(partial(save_persona, rt), [owner, persona_yaml], editor),
+            save_btn.click(partial(save_persona, rt), [owner, persona_yaml], editor, **quiet),
             rollback_btn.click(
-                partial(rollback_persona, rt), [owner, persona_picker, versions], editor
+                partial(rollback_persona, rt), [owner, persona_picker, versions], editor, **quiet
             ),
-            revert_btn.click(partial(revert_persona, rt), [owner, persona_picker], editor),
+            revert_btn.click(partial(revert_persona, rt), [owner, persona_picker], editor, **quiet),
         ]
         for event in persona_changed:
-            event.then(partial(refresh_chat, rt), [owner, conversation_id, chat_persona], chat_view)
-
+            event.then(refresh, [owner, conversation_id, chat_persona], chat_view, **quiet)
     return demo
 
 

@@ -11,6 +11,7 @@ from fake_gemini import FakeGemini
 
 import app
 from assistant.gemini import GeminiModel
+from ui import views
 from ui.runtime import Runtime
 
 
@@ -35,11 +36,11 @@ OTHER = "b-other-bbbbbbbbbbbbbbbb"
 
 async def send(rt, owner, conversation_id, text, chat=None, persona_id=None):
     """What the browser does on Enter: accept, then stream; returns the last view."""
-    _box, chat, pending = app.accept_message(text, chat or [])
-    views = [
-        v async for v in app.stream_reply(rt, owner, conversation_id, pending, persona_id, chat)
+    _box, chat, pending, _notice, _done = app.accept_message(text, chat or [])
+    return [
+        app.ChatView(*update[:-1])
+        async for update in app.stream_reply(rt, owner, conversation_id, pending, persona_id, chat)
     ]
-    return views
 
 
 def texts(chat):
@@ -71,20 +72,35 @@ def test_identify_uses_the_signed_in_username():
 # ---- the input box -------------------------------------------------------------------------
 
 
+SKIP = type(gr.skip())
+
+
 def test_empty_input_does_nothing():
-    box, _chat, pending = app.accept_message("   ", [])
-    assert pending == ""
-    assert isinstance(box, type(gr.skip())) or box == gr.skip()
+    box, chat, pending, notice, done = app.accept_message("   ", [])
+    assert pending == "" and done is True
+    assert isinstance(box, SKIP) and isinstance(chat, SKIP)
+    assert notice["visible"] is False
 
 
-def test_too_long_input_is_refused_with_the_limit():
-    with pytest.raises(gr.Error) as err:
-        app.accept_message("x" * 10_001, [])
-    assert "10,001" in err.value.message and "10,000" in err.value.message
+def test_too_long_input_stays_in_the_box_with_the_limit():
+    box, chat, pending, notice, _done = app.accept_message("x" * 10_001, [])
+    assert isinstance(box, SKIP) and isinstance(chat, SKIP) and pending == ""
+    assert notice["visible"] is True
+    assert "10,001" in notice["value"] and "10,000" in notice["value"]
+
+
+async def test_nothing_pending_streams_nothing(rt, fake):
+    updates = [u async for u in app.stream_reply(rt, OWNER, None, "", None, [])]
+    assert len(updates) == 1 and updates[0][-1] is True
+    assert all(isinstance(v, SKIP) for v in updates[0][:-1])
+    assert fake.requests == []
 
 
 def test_accepted_message_shows_at_once_and_clears_the_box():
-    box, chat, pending = app.accept_message(" Hello ", [{"role": "assistant", "content": "Hi"}])
+    box, chat, pending, notice, done = app.accept_message(
+        " Hello ", [{"role": "assistant", "content": "Hi"}]
+    )
+    assert done is False and notice["visible"] is False
     assert pending == "Hello"
     assert chat[-1] == {"role": "user", "content": "Hello"}
     assert box["value"] == "" and box["stop_btn"] is True
@@ -95,10 +111,12 @@ def test_accepted_message_shows_at_once_and_clears_the_box():
 
 async def test_first_message_creates_the_conversation_and_streams(rt, fake):
     fake.reply("Yes, ", "bring an ", "umbrella.")
-    views = await send(rt, OWNER, None, "Will it rain in Taipei tomorrow?")
-    streamed = [v.chat[-1]["content"] for v in views[:-1]]
+    steps = await send(rt, OWNER, None, "Will it rain in Taipei tomorrow?")
+    # First the sidebar lists the new conversation, then the reply streams in.
+    assert steps[0].conversations["value"] == steps[0].conversation_id
+    streamed = [v.chat[-1]["content"] for v in steps[1:-1]]
     assert streamed[-1] == "Yes, bring an umbrella."
-    final = views[-1]
+    final = steps[-1]
     assert final.conversation_id
     assert texts(final.chat)[-2:] == [
         ("user", "Will it rain in Taipei tomorrow?"),
@@ -107,7 +125,7 @@ async def test_first_message_creates_the_conversation_and_streams(rt, fake):
     assert final.badge.startswith("🧠 Remembering 2 messages")
     assert "Gemini 2.5 Flash" in final.badge
     labels = [label for label, _ in final.conversations["choices"]]
-    assert len(labels) == 1 and "Will it rain in Taipei tomorrow?" in labels[0]
+    assert len(labels) == 1 and labels[0].startswith("🧠 Will it rain in Taipei…\n")
     assert final.conversations["value"] == final.conversation_id
 
 
@@ -123,10 +141,34 @@ async def test_second_answer_is_given_the_first_exchange(rt, fake):
     ]
 
 
+async def test_stopped_reply_is_shown_as_saved(rt, fake):
+    """Stop cancels the stream mid-way; the follow-up step re-reads the partial reply."""
+    fake.reply("one ", "two ", "three ", "four", chunk_delay=0.2)
+    _box, chat, pending, _notice, done = app.accept_message("Count slowly", [])
+    stream = app.stream_reply(rt, OWNER, None, pending, None, chat)
+    conversation_id = None
+    async for update in stream:
+        view = app.ChatView(*update[:-1])
+        conversation_id = conversation_id or view.conversation_id
+        if not isinstance(view.chat, SKIP) and "two" in view.chat[-1]["content"]:
+            break
+    await stream.aclose()  # what Gradio's cancel amounts to for the handler
+    final = await app.finish_turn(rt, OWNER, conversation_id, done)
+    role, shown = texts(final.chat)[-1]
+    assert role == "assistant" and shown.startswith("one two")
+    assert views.STOPPED_NOTE in shown
+    assert final.badge.startswith("🧠 Remembering 2 messages")
+
+
+async def test_finish_turn_leaves_a_completed_turn_alone(rt, fake):
+    final = (await send(rt, OWNER, None, "Hello"))[-1]
+    unchanged = await app.finish_turn(rt, OWNER, final.conversation_id, True)
+    assert all(isinstance(v, SKIP) for v in unchanged)
+
+
 async def test_reset_command_empties_memory_and_says_what_went(rt, fake):
     first = (await send(rt, OWNER, None, "My name is Ada."))[-1]
-    views = await send(rt, OWNER, first.conversation_id, "/reset", first.chat)
-    final = views[-1]
+    final = (await send(rt, OWNER, first.conversation_id, "/reset", first.chat))[-1]
     assert final.badge.startswith("💤 Nothing remembered yet")
     assert "forgot 2 messages" in final.chat[-1]["content"]
     requests = len(fake.requests)
@@ -157,24 +199,37 @@ async def test_undo_drops_the_exchange_and_returns_the_text(rt, fake):
 async def test_retry_regenerates_the_last_reply(rt, fake):
     fake.reply("First try.")
     first = (await send(rt, OWNER, None, "Tell me a joke"))[-1]
-    chat, _box = app.begin_retry(first.chat)
-    assert chat[-1]["role"] == "user"
+    chat, _box, done = app.begin_retry(first.chat)
+    assert chat[-1]["role"] == "user" and done is False
     fake.reply("Second try.")
-    views = [v async for v in app.stream_retry(rt, OWNER, first.conversation_id, chat)]
-    assert texts(views[-1].chat)[-2:] == [("user", "Tell me a joke"), ("assistant", "Second try.")]
+    updates = [u async for u in app.stream_retry(rt, OWNER, first.conversation_id, chat)]
+    assert updates[-1][-1] is True
+    assert texts(app.ChatView(*updates[-1][:-1]).chat)[-2:] == [
+        ("user", "Tell me a joke"),
+        ("assistant", "Second try."),
+    ]
     assert fake.last.turns == [("user", "Tell me a joke")]
 
 
 async def test_a_model_error_is_shown_and_the_message_kept(rt, fake):
     fake.error(429, "Resource has been exhausted")
-    gen = app.stream_reply(rt, OWNER, None, "Hello?", None, [])
-    views = []
-    with pytest.raises(gr.Error) as err:
-        async for view in gen:
-            views.append(view)
-    assert "retry" in err.value.message.lower() or "later" in err.value.message.lower()
-    assert "Traceback" not in err.value.message
-    assert ("user", "Hello?") in texts(views[-1].chat)
+    with pytest.warns(UserWarning) as toast:  # gr.Warning outside a running app
+        final = (await send(rt, OWNER, None, "Hello?"))[-1]
+    message = str(toast[0].message)
+    assert "429" in message and "retry" in message.lower()
+    role, shown = texts(final.chat)[-1]
+    assert role == "assistant" and shown.startswith("⚠️ **Not answered.**") and message in shown
+    assert ("user", "Hello?") in texts(final.chat)
+    store = await rt.store()
+    assert [t.content for t in await store.transcript(OWNER, final.conversation_id)] == ["Hello?"]
+    # Retry asks again and answers the kept message.
+    chat, _, _ = app.begin_retry(final.chat)
+    fake.reply("Here now.")
+    updates = [u async for u in app.stream_retry(rt, OWNER, final.conversation_id, chat)]
+    assert texts(app.ChatView(*updates[-1][:-1]).chat)[-2:] == [
+        ("user", "Hello?"),
+        ("assistant", "Here now."),
+    ]
 
 
 async def test_switching_restores_the_transcript(rt, fake):

@@ -14,7 +14,7 @@ from typing import Any
 from assistant.badge import compact_number
 
 MAX_MESSAGE_CHARS = 10_000
-TITLE_CHARS = 30
+TITLE_CHARS = 24
 STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
 
 
