@@ -123,6 +123,8 @@ class GeminiModel:
             temperature=temperature,
             max_output_tokens=max_output_tokens,
             thinking_config=thinking,
+            # No tools here: skip the SDK's client-side function-calling loop.
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
 
     def stream(self, system: str, messages: list[Message], settings: Settings) -> ReplyStream:

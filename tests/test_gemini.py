@@ -57,6 +57,7 @@ async def test_streams_chunks_and_sends_system_history_and_config(fake, gemini):
         ("model", "Likely, bring an umbrella."),
         ("user", "And Kaohsiung?"),
     ]
+    assert set(request.body) == {"contents", "systemInstruction", "generationConfig"}
     config = request.generation_config
     assert config["temperature"] == 0.3
     assert config["maxOutputTokens"] == 2500
