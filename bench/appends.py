@@ -46,7 +46,7 @@ async def run(config: BenchConfig) -> None:
 
     n_conv = config.pick(50, 50, 5)
     phases = config.pick(4, 1, 1)
-    per_phase = config.pick(50, 10, 4)  # messages per conversation per phase
+    per_phase = config.pick(20, 10, 4)  # messages per conversation per phase
     pool = message_pool(config.seed)
     work = config.work_dir / NAME
     work.mkdir(parents=True, exist_ok=True)
