@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
+from .recall import bigram_text, conversation_key, owner_key
+
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 MIGRATIONS: list[Migration] = []
 
@@ -104,6 +106,43 @@ async def m003_turn_metrics(db: aiosqlite.Connection) -> None:
         """,
         "CREATE INDEX turn_metrics_owner_time ON turn_metrics (owner, created_at)",
     )
+
+
+@migration
+async def m004_turns_fts(db: aiosqlite.Connection) -> None:
+    # Full-text index over turns and summaries for recall and search (see memory/recall.py).
+    # The body holds CJK-bigrammed text, so the table keeps its own copy rather than pointing
+    # at turns.content. Owner and conversation are hashed tokens, so a MATCH can narrow to
+    # one owner or one conversation inside the index. Rows are added by the store in the
+    # same transaction as the turn; deletes (undo, reset, delete, purge, cascades) follow
+    # through the trigger.
+    await _run(
+        db,
+        "CREATE VIRTUAL TABLE turns_fts USING fts5(body, owner_key, conversation_key, "
+        "tokenize = 'porter unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN "
+        "DELETE FROM turns_fts WHERE rowid = old.id; END",
+        # Rank by the text alone; the key columns only filter.
+        "INSERT INTO turns_fts (turns_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0, 0.0)')",
+    )
+    last = 0
+    while True:  # backfill existing turns, a batch at a time
+        rows = await db.execute_fetchall(
+            "SELECT t.id, t.content, c.owner, c.id FROM turns t "
+            "JOIN conversations c ON c.id = t.conversation_id WHERE t.id > ? ORDER BY t.id "
+            "LIMIT 1000",
+            (last,),
+        )
+        if not rows:
+            break
+        await db.executemany(
+            "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (?, ?, ?, ?)",
+            [
+                (tid, bigram_text(content), owner_key(owner), conversation_key(cid))
+                for tid, content, owner, cid in rows
+            ],
+        )
+        last = rows[-1][0]
 
 
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:

@@ -44,11 +44,21 @@ from .errors import (
 )
 from .migrations import migrate
 from .policy import MAX_MESSAGE_CHARS, MAX_TITLE_CHARS, TITLE_CHARS, MemoryPolicy, database_path
+from .recall import (
+    bigram_text,
+    conversation_key,
+    matched_terms,
+    owner_key,
+    query_terms,
+    snippet,
+)
 from .records import (
     ContextWindow,
     Conversation,
     MemoryStatus,
+    RecalledTurn,
     ResetResult,
+    SearchHit,
     Turn,
     TurnMetrics,
 )
@@ -69,6 +79,7 @@ _TURN_COLUMNS = (
     "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
     "covers_to_id, covers_count, incomplete"
 )
+_TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in _TURN_COLUMNS.split(","))
 
 
 def validate_message(role: str, content: str) -> None:
@@ -404,6 +415,7 @@ class ConversationStore:
                 (conv_id, role, content, now, int(incomplete)),
             )
             turn_id = cursor.lastrowid
+            await _index(db, turn_id, content, owner, conv_id)
             title = conv.title
             if title is None and role == "user":
                 title = make_title(content)
@@ -534,7 +546,11 @@ class ConversationStore:
     # -- context ------------------------------------------------------------------------
 
     async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
-        """What the model should see: latest summary + the newest turns under the budget."""
+        """What the model should see: latest summary + the newest turns under the budget.
+
+        With `query` (the new message), older turns that match it are recalled too: at most
+        `recall_k`, each with its neighbour turn, within `recall_chars` of the budget.
+        """
         policy = self.policy
         async with self._read() as db:
             conv = await self._visible(db, owner, conv_id)
@@ -548,8 +564,16 @@ class ConversationStore:
                 "AND is_summary = 0 ORDER BY id DESC LIMIT ?",
                 (conv_id, policy.keep_recent),
             )
+            recalled: list[RecalledTurn] = []
+            if query and policy.recall_k and conv.message_count > len(recent_rows):
+                recalled = await self._recall(db, conv_id, query, {r[0] for r in recent_rows})
         summary = _turn(summary_rows[0]) if summary_rows else None
+        if summary is not None and len(summary.content) > policy.summary_chars:
+            # Written under an older, larger cap.
+            clipped_summary = clip_for_prompt(summary.content, policy.summary_chars)
+            summary = replace(summary, content=clipped_summary)
         used = len(summary.content) if summary else 0
+        used += sum(len(r.turn.content) for r in recalled)
         remaining = policy.history_chars - used
 
         picked: list[Turn] = []
@@ -581,8 +605,113 @@ class ConversationStore:
             budget=policy.history_chars,
             clipped_ids=clipped,
             evicted_ids=sorted(evicted),
+            recalled=recalled,
             not_shown=max(0, conv.active_count - len(recent_rows)),
         )
+
+    async def _recall(
+        self, db: aiosqlite.Connection, conv_id: str, query: str, exclude: set[int]
+    ) -> list[RecalledTurn]:
+        """The best-matching turns outside the recent window, each with its neighbour."""
+        policy = self.policy
+        terms = query_terms(query[:MAX_MESSAGE_CHARS])
+        if not terms:
+            return []
+        rows = await db.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS_T}, turns_fts.rank FROM turns_fts "
+            "JOIN turns t ON t.id = turns_fts.rowid "
+            "WHERE turns_fts MATCH ? AND t.is_summary = 0 ORDER BY turns_fts.rank LIMIT ?",
+            (
+                _match("conversation_key", conversation_key(conv_id), terms),
+                policy.recall_k * 2 + len(exclude),
+            ),
+        )
+        per_turn = min(policy.message_chars, max(200, policy.recall_chars // 4))
+        budget = policy.recall_chars
+        chosen: dict[int, RecalledTurn] = {}
+        hits = 0
+        for row in rows:
+            if hits >= policy.recall_k:
+                break
+            turn = _turn(row)
+            if turn.id in exclude:
+                continue
+            matched = matched_terms(terms, turn.content)
+            if turn.id in chosen:  # already here as a neighbour: it is a match in its own right
+                chosen[turn.id] = replace(
+                    chosen[turn.id], matched=matched, neighbour_of=None, score=row[-1]
+                )
+                hits += 1
+                continue
+            hit = replace(turn, content=clip_for_prompt(turn.content, per_turn))
+            neighbour = await self._neighbour(db, conv_id, turn)
+            if neighbour is not None and (neighbour.id in exclude or neighbour.id in chosen):
+                neighbour = None
+            if neighbour is not None:
+                neighbour = replace(neighbour, content=clip_for_prompt(neighbour.content, per_turn))
+            cost = len(hit.content)
+            if neighbour is not None and cost + len(neighbour.content) > budget:
+                neighbour = None
+            if cost > budget:
+                continue
+            chosen[hit.id] = RecalledTurn(turn=hit, matched=matched, score=row[-1])
+            budget -= cost
+            if neighbour is not None:
+                chosen[neighbour.id] = RecalledTurn(turn=neighbour, matched=(), neighbour_of=hit.id)
+                budget -= len(neighbour.content)
+            hits += 1
+        return [chosen[i] for i in sorted(chosen)]
+
+    async def _neighbour(self, db: aiosqlite.Connection, conv_id: str, turn: Turn) -> Turn | None:
+        """The reply to a user turn, or the question before an assistant turn."""
+        if turn.role == "user":
+            sql = "id > ? AND is_summary = 0 ORDER BY id LIMIT 1"
+        else:
+            sql = "id < ? AND is_summary = 0 ORDER BY id DESC LIMIT 1"
+        rows = await db.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND {sql}",
+            (conv_id, turn.id),
+        )
+        if not rows or rows[0][2] == turn.role:
+            return None
+        return _turn(rows[0])
+
+    async def search(
+        self,
+        owner: str,
+        text: str,
+        limit: int = 20,
+        mark: tuple[str, str] = ("**", "**"),
+    ) -> list[SearchHit]:
+        """The owner's messages (and summaries) matching `text`, newest first, with snippets.
+
+        `text` is plain user input, never FTS syntax; text without words returns [].
+        Snippets are raw message text with matches wrapped in `mark`: escape before HTML.
+        """
+        terms = query_terms(text[:MAX_MESSAGE_CHARS])
+        if not terms or limit <= 0:
+            return []
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
+                "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
+                "FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
+                "JOIN conversations c ON c.id = t.conversation_id "
+                "WHERE turns_fts MATCH ? AND c.owner = ? "
+                "AND (c.expires_at IS NULL OR c.expires_at > ?) "
+                "ORDER BY turns_fts.rowid DESC LIMIT ?",
+                (_match("owner_key", owner_key(owner), terms), owner, self._clock(), int(limit)),
+            )
+        return [
+            SearchHit(
+                conversation_id=cid,
+                conversation_title=title,
+                turn_id=tid,
+                role=role,
+                snippet=snippet(content, terms, mark),
+                created_at=created,
+            )
+            for tid, cid, title, role, content, created in rows
+        ]
 
     async def status(self, owner: str, conv_id: str) -> MemoryStatus:
         """What the memory badge shows."""
@@ -691,12 +820,13 @@ class ConversationStore:
                 return False
             covers_from = previous.covers_from_id if previous else first
             covers_count = (previous.covers_count or 0 if previous else 0) + len(turns)
-            await db.execute(
+            cursor = await db.execute(
                 "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, "
                 "covers_from_id, covers_to_id, covers_count) "
                 "VALUES (?, 'summary', ?, ?, 1, ?, ?, ?)",
                 (conv_id, text, now, covers_from, last, covers_count),
             )
+            await _index(db, cursor.lastrowid, text, owner, conv_id)
             await db.execute(
                 "UPDATE turns SET compacted = 1 WHERE conversation_id = ? AND id BETWEEN ? AND ? "
                 "AND is_summary = 0 AND compacted = 0",
@@ -797,6 +927,22 @@ class ConversationStore:
             await self.purge_expired()
         except StorageUnavailable:
             log.warning("Purging expired conversations failed; will retry", exc_info=True)
+
+
+async def _index(
+    db: aiosqlite.Connection, turn_id: int, content: str, owner: str, conv_id: str
+) -> None:
+    """Add a turn to the full-text index, in the caller's transaction."""
+    await db.execute(
+        "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (?, ?, ?, ?)",
+        (turn_id, bigram_text(content), owner_key(owner), conversation_key(conv_id)),
+    )
+
+
+def _match(key_column: str, key: str, terms: list[str]) -> str:
+    """An FTS5 expression: the key (owner or conversation) AND any of the quoted terms."""
+    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f'{key_column} : "{key}" AND body : ({quoted})'
 
 
 def _check_owner(owner: str) -> None:

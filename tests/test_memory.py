@@ -135,6 +135,43 @@ EXPECTED_SCHEMA = [
         "turns_conversation_id",
         "CREATE INDEX turns_conversation_id ON turns (conversation_id, id)",
     ),
+    (
+        "table",
+        "turns_fts",
+        "CREATE VIRTUAL TABLE turns_fts USING fts5(body, owner_key, conversation_key, "
+        "tokenize = 'porter unicode61 remove_diacritics 2')",
+    ),
+    (
+        "table",
+        "turns_fts_config",
+        "CREATE TABLE 'turns_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID",
+    ),
+    (
+        "table",
+        "turns_fts_content",
+        "CREATE TABLE 'turns_fts_content'(id INTEGER PRIMARY KEY, c0, c1, c2)",
+    ),
+    (
+        "table",
+        "turns_fts_data",
+        "CREATE TABLE 'turns_fts_data'(id INTEGER PRIMARY KEY, block BLOB)",
+    ),
+    (
+        "trigger",
+        "turns_fts_delete",
+        "CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN "
+        "DELETE FROM turns_fts WHERE rowid = old.id; END",
+    ),
+    (
+        "table",
+        "turns_fts_docsize",
+        "CREATE TABLE 'turns_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB)",
+    ),
+    (
+        "table",
+        "turns_fts_idx",
+        "CREATE TABLE 'turns_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID",
+    ),
 ]
 
 

@@ -1,0 +1,150 @@
+"""Full-text recall: turning text into FTS5 index text and safe FTS5 queries.
+
+The index uses FTS5's `unicode61` tokenizer with Porter stemming, which splits on spaces and
+punctuation. Chinese, Japanese and Korean text has no spaces, so before indexing (and in
+queries) every run of CJK characters becomes its overlapping bigrams: "拉面店" -> "拉面 面店".
+tests/helpers/fts_tokenizer_compare.py measures this against the `trigram` tokenizer.
+
+User text never reaches FTS5 as syntax: a query is rebuilt from the words and bigrams found in
+it, each one double-quoted, joined with OR. Operators (`NEAR`, `AND`, `*`, `^`, `:`, quotes)
+become plain words or vanish; text with no words gives no query at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+# Han (incl. extension A and compatibility), kana, Hangul syllables and jamo.
+_CJK_CLASS = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+)
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_WORD = re.compile(f"[^\\W_{_CJK_CLASS}]+")
+MAX_QUERY_TERMS = 32
+
+# Words that carry no memory: question words, fillers, pronouns, "remember"-type verbs.
+_STOPWORDS_TEXT = """
+a about above after again against all also am an and any are aren as at be because been
+before being below between both but by can could did didn do does doing don down during
+each few for from further had has have having he her here hers herself him himself his how
+i if in into is isn it its itself just know last let me mentioned more most my myself name
+named no nor not now of off on once only or other our ours ourselves out over own please
+remember remind said same say she should so some such tell than that the their theirs them
+themselves then there these they thing things think this those through to told too under
+until up us very was wasn we were what when where which while who whom why will with would
+you your yours yourself yourselves
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+# CJK question words and particles, as bigrams, that would otherwise match everywhere.
+_CJK_STOP_TEXT = """
+什么 什麼 哪里 哪裡 哪天 怎么 怎麼 我们 我們 你们 是什 叫什 在哪 放在 でし です ます すか 何で
+"""
+CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_TEXT.split())
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def bigram_text(text: str) -> str:
+    """Index text: CJK runs become space-separated overlapping bigrams; the rest is kept."""
+    return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group())) + " ", text)
+
+
+def query_terms(text: str, mode: str = "bigram") -> list[str]:
+    """The searchable words of `text`, lowercased and de-duplicated, in order of appearance.
+
+    mode "bigram" (the index's tokenization) or "trigram" (for the tokenizer comparison):
+    trigram cannot match terms shorter than three characters, so those are dropped there.
+    """
+    minimum = 3 if mode == "trigram" else 2
+    terms: list[str] = []
+    for m in re.finditer(f"{_WORD.pattern}|{_CJK_RUN.pattern}", text):
+        token = m.group()
+        if _CJK_RUN.fullmatch(token):
+            if mode == "trigram":
+                parts = [token[i : i + 3] for i in range(max(1, len(token) - 2))]
+                parts = [p for p in parts if len(p) >= 3]
+            else:
+                parts = [b for b in _bigrams(token) if b not in CJK_STOP_BIGRAMS]
+                if len(token) == 1:
+                    parts = []  # a lone CJK character matches almost everything
+        else:
+            word = token.lower()
+            parts = [] if word in STOPWORDS or len(word) < minimum else [word]
+        for part in parts:
+            if part not in terms:
+                terms.append(part)
+    return terms[:MAX_QUERY_TERMS]
+
+
+def fts_query(text: str, mode: str = "bigram") -> str | None:
+    """A safe FTS5 MATCH expression for user text: quoted terms joined by OR; None if empty."""
+    terms = query_terms(text, mode)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def owner_key(owner: str) -> str:
+    """The owner as one plain index token (owner ids may hold any characters)."""
+    return "o" + hashlib.blake2b(owner.encode(), digest_size=10).hexdigest()
+
+
+def conversation_key(conv_id: str) -> str:
+    return "c" + hashlib.blake2b(conv_id.encode(), digest_size=10).hexdigest()
+
+
+_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly", "y", "e")
+
+
+def _stem(term: str) -> str:
+    # Close enough to Porter for showing *why* a turn matched ("cats" -> "cat", "running" ->
+    # "runn"); the ranking itself is FTS5's.
+    if _CJK_RUN.fullmatch(term):
+        return term
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def _term_pattern(terms: list[str]) -> re.Pattern[str] | None:
+    """Matches a word starting with any term's stem (whole word marked), or a CJK bigram."""
+    parts = []
+    for stem in sorted({_stem(t) for t in terms}, key=len, reverse=True):
+        if _CJK_RUN.fullmatch(stem):
+            parts.append(re.escape(stem))
+        else:
+            parts.append(r"(?<![^\W_])" + re.escape(stem) + r"[^\W_]*")
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def matched_terms(terms: list[str], content: str) -> tuple[str, ...]:
+    """Which of the query `terms` occur in `content` (case-insensitive, by stem)."""
+    return tuple(t for t in terms if _term_pattern([t]).search(content))  # type: ignore[union-attr]
+
+
+def snippet(content: str, terms: list[str], mark: tuple[str, str], width: int = 160) -> str:
+    """About `width` characters of `content` around the first match, matches marked."""
+    pattern = _term_pattern(terms)
+    spans = [m.span() for m in pattern.finditer(content)] if pattern else []
+    if not spans:
+        text = " ".join(content.split())
+        return text[:width] + ("…" if len(text) > width else "")
+    lo = max(0, spans[0][0] - width // 3)
+    hi = min(len(content), lo + width)
+    out, pos = [], lo
+    for a, b in spans:
+        if b > hi:
+            break
+        out.append(content[pos:a])
+        out.append(mark[0] + content[a:b] + mark[1])
+        pos = b
+    out.append(content[pos:hi])
+    body = " ".join("".join(out).split())
+    return ("…" if lo > 0 else "") + body + ("…" if hi < len(content) else "")

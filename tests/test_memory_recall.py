@@ -1,0 +1,331 @@
+"""memory/ recall and search (FTS5): real SQLite in a tmp dir, nothing mocked."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import aiosqlite
+import pytest
+
+from memory import ConversationStore, MemoryPolicy, migrations
+from memory.recall import bigram_text, fts_query, query_terms
+
+FILLER = [
+    "What should we plan for dinner sometime this week?",
+    "Maybe something simple, like soup or a salad.",
+    "I was thinking about the weather again today.",
+    "Rain all week, apparently. Take an umbrella.",
+    "Can you remind me to call the bank tomorrow?",
+    "Sure, I will keep that in mind for you.",
+    "今天我们聊聊天气吧。",
+    "明日は雨が降るそうです。",
+]
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def store(tmp_path):
+    s = await ConversationStore.open(tmp_path, clock=FakeClock())
+    yield s
+    await s.close()
+
+
+def fts_rows(path, conv_id=None):
+    with sqlite3.connect(path) as db:
+        if conv_id is None:
+            return db.execute("SELECT count(*) FROM turns_fts").fetchone()[0]
+        return db.execute(
+            "SELECT count(*) FROM turns_fts f JOIN turns t ON t.id = f.rowid "
+            "WHERE t.conversation_id = ?",
+            (conv_id,),
+        ).fetchone()[0]
+
+
+async def chat(store, owner, conv_id, pairs):
+    for user, assistant in pairs:
+        await store.append(owner, conv_id, "user", user)
+        await store.append(owner, conv_id, "assistant", assistant)
+
+
+# -- recall in the context --------------------------------------------------------------
+
+
+async def test_recall_finds_a_planted_detail_after_1000_messages(store):
+    conv = await store.create_conversation("ana")
+    await chat(store, "ana", conv.id, [("Hi!", "Hello, how can I help?")])
+    await chat(
+        store,
+        "ana",
+        conv.id,
+        [
+            (
+                "We had dinner at Trattoria Lucca on Via Roma, the carbonara was perfect.",
+                "That sounds lovely, I am glad you enjoyed it.",
+            )
+        ],
+    )
+    summaries = 0
+    for i in range(1000):
+        role = "user" if i % 2 == 0 else "assistant"
+        await store.append("ana", conv.id, role, FILLER[i % len(FILLER)])
+        summaries += await store.summarize_if_needed("ana", conv.id)
+    assert summaries >= 5
+
+    question = "What was the name of that trattoria with the carbonara?"
+    ctx = await store.context("ana", conv.id, query=question)
+    recalled = {r.turn.id: r for r in ctx.recalled}
+    planted = next(t for t in await store.transcript("ana", conv.id) if "Lucca" in t.content)
+    assert planted.compacted
+    assert planted.id in recalled
+    assert set(recalled[planted.id].matched) >= {"trattoria", "carbonara"}
+    # Its neighbour (the reply) comes along for sense, labelled as such.
+    reply = recalled.get(planted.id + 1)
+    assert reply is not None and reply.neighbour_of == planted.id and reply.matched == ()
+    # Ordered by time, never a turn of the recent window, all within the budgets.
+    ids = [r.turn.id for r in ctx.recalled]
+    assert ids == sorted(ids)
+    assert not set(ids) & {t.id for t in ctx.turns}
+    assert sum(len(r.turn.content) for r in ctx.recalled) <= store.policy.recall_chars
+    assert len([r for r in ctx.recalled if r.neighbour_of is None]) <= store.policy.recall_k
+    assert ctx.chars <= ctx.budget
+    assert ctx.chars == (
+        len(ctx.summary.content)
+        + sum(len(r.turn.content) for r in ctx.recalled)
+        + sum(len(t.content) for t in ctx.turns)
+    )
+    assert "Recalled from earlier" in ctx.memory_text() and "Lucca" in ctx.memory_text()
+
+    assert (await store.context("ana", conv.id)).recalled == []  # no query, no recall
+
+
+@pytest.mark.parametrize(
+    "fact,question",
+    [
+        ("我上个月在京都吃了一家很好吃的拉面店，叫一兰。", "那家拉面店叫什么名字？"),
+        ("我对花生过敏。", "我对什么过敏？"),
+        ("私の猫の名前はモモです。", "猫の名前は何でしたっけ？"),
+        ("제 동생은 부산에 살아요.", "동생은 어디에 살아요?"),
+        ("My flight to Reykjavík leaves on 3 February at 07:40.", "flight to Reykjavik?"),
+    ],
+)
+async def test_cjk_and_accented_recall(tmp_path, fact, question):
+    policy = MemoryPolicy(
+        keep_recent=4,
+        summarize_at=12,
+        message_chars=400,
+        summary_chars=400,
+        recall_chars=400,
+        history_chars=2000,
+    )
+    store = await ConversationStore.open(tmp_path, policy=policy)
+    try:
+        conv = await store.create_conversation("mei")
+        await chat(store, "mei", conv.id, [(fact, "好的，我记住了。")])
+        for i in range(40):
+            await store.append("mei", conv.id, "user" if i % 2 == 0 else "assistant", FILLER[i % 8])
+            await store.summarize_if_needed("mei", conv.id)
+        ctx = await store.context("mei", conv.id, query=question)
+        assert fact in [r.turn.content for r in ctx.recalled if r.neighbour_of is None]
+    finally:
+        await store.close()
+
+
+async def test_recall_never_duplicates_the_recent_window(store):
+    conv = await store.create_conversation("ana")
+    await chat(store, "ana", conv.id, [("My cat is called Miso.", "Miso is a great name.")])
+    ctx = await store.context("ana", conv.id, query="what is my cat called, Miso?")
+    assert ctx.recalled == []
+    assert ctx.turns[0].content == "My cat is called Miso."
+
+
+async def test_recall_respects_k_and_the_budget(tmp_path):
+    policy = MemoryPolicy(keep_recent=4, summarize_at=30, recall_k=3, recall_chars=1200)
+    store = await ConversationStore.open(tmp_path, policy=policy)
+    try:
+        conv = await store.create_conversation("ana")
+        for i in range(40):
+            text = f"Note {i}: the lighthouse keeper logbook entry. " + "padding " * 60
+            await store.append("ana", conv.id, "user" if i % 2 == 0 else "assistant", text)
+        assert await store.summarize_if_needed("ana", conv.id)
+        ctx = await store.context("ana", conv.id, query="lighthouse keeper logbook")
+        hits = [r for r in ctx.recalled if r.neighbour_of is None]
+        assert 1 <= len(hits) <= 3
+        assert sum(len(r.turn.content) for r in ctx.recalled) <= 1200
+        assert all(len(r.turn.content) <= 300 for r in ctx.recalled)  # recall_chars // 4
+        assert ctx.chars <= ctx.budget
+    finally:
+        await store.close()
+
+
+# -- search -----------------------------------------------------------------------------
+
+
+async def test_search_is_owner_isolated_newest_first_with_snippets(store):
+    mine = await store.create_conversation("ana", title="Trip")
+    older = await store.create_conversation("ana", title="Food")
+    theirs = await store.create_conversation("bob")
+    await store.append("ana", older.id, "user", "The ramen place in Kyoto was called Ichiran.")
+    await store.append("ana", mine.id, "user", "Book a table at the ramen bar near the station.")
+    await store.append("bob", theirs.id, "user", "Bob's secret ramen recipe uses miso.")
+    await store.append("ana", mine.id, "assistant", "Done, nothing else to note.")
+
+    hits = await store.search("ana", "ramen")
+    assert [h.conversation_id for h in hits] == [mine.id, older.id]
+    assert hits[0].conversation_title == "Trip" and hits[0].role == "user"
+    assert "**ramen**" in hits[0].snippet
+    assert all("secret" not in h.snippet for h in hits)
+    assert [h.conversation_id for h in await store.search("bob", "ramen")] == [theirs.id]
+    assert await store.search("mallory", "ramen") == []
+    assert await store.search("ana", "ramen", limit=1) == hits[:1]
+    assert (await store.search("ana", "ramen", mark=("<", ">")))[0].snippet.count("<ramen>") == 1
+
+
+async def test_search_cjk(store):
+    conv = await store.create_conversation("mei")
+    await store.append("mei", conv.id, "user", "我们在台北的鼎泰豐吃了小籠包。")
+    hits = await store.search("mei", "小籠包")
+    assert [h.turn_id for h in hits] and "**小籠**" in hits[0].snippet
+
+
+HOSTILE = [
+    '"',
+    '""',
+    "*",
+    "NEAR(",
+    "NEAR(a b, 3)",
+    "OR",
+    "AND NOT",
+    "a OR",
+    '"unterminated phrase',
+    "body: secret",
+    "owner_key : x",
+    "^start",
+    "(((",
+    "{body conversation_key}: x",
+    "'; DROP TABLE turns; --",
+    "!!!???...",
+    "🙂🙂🙂",
+    "",
+    "   ",
+    "ramen" * 5000,
+    "word " * 3000,
+    "\x00",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
+async def test_hostile_queries_never_raise(store, query):
+    conv = await store.create_conversation("ana")
+    await chat(store, "ana", conv.id, [("NEAR the OR station, body: ramen", "ok")])
+    hits = await store.search("ana", query)
+    ctx = await store.context("ana", conv.id, query=query)
+    assert ctx.turns and isinstance(hits, list)
+    if not any(ch.isalnum() for ch in query):
+        assert hits == []  # punctuation only: nothing, not an error
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Hello, World!", ['"hello"', '"world"']),
+        ("What was the name of that restaurant?", ['"restaurant"']),
+        ('say "hi" NEAR(x) OR *', ['"hi"', '"near"']),
+        ("拉面店", ['"拉面"', '"面店"']),
+        ("Kyoto 拉面", ['"kyoto"', '"拉面"']),
+        ("!!! ??? ...", None),
+        ("the of and", None),
+    ],
+)
+def test_fts_query_quotes_every_term(text, expected):
+    q = fts_query(text)
+    assert (q.split(" OR ") if q else None) == expected
+
+
+def test_query_is_bounded_and_bigrams_cover_cjk():
+    assert len(query_terms(" ".join(f"w{i}" for i in range(1000)))) == 32
+    assert bigram_text("我去京都") == " 我去 去京 京都 "
+    assert bigram_text("Kyoto") == "Kyoto"
+
+
+# -- the index follows every removal -----------------------------------------------------
+
+
+async def test_reset_delete_undo_and_purge_remove_indexed_text(tmp_path):
+    clock = FakeClock()
+    store = await ConversationStore.open(
+        tmp_path,
+        clock=clock,
+        policy=MemoryPolicy(
+            keep_recent=2,
+            summarize_at=4,
+            summary_chars=400,
+            recall_chars=400,
+            message_chars=400,
+            history_chars=2000,
+        ),
+    )
+    try:
+        a = await store.create_conversation("ana")
+        await chat(store, "ana", a.id, [("zebra one", "ok"), ("zebra two", "ok")])
+        assert await store.summarize_if_needed("ana", a.id)  # the summary is indexed too
+        assert fts_rows(store.path, a.id) == 5
+        assert await store.search("ana", "zebra")
+        await store.reset("ana", a.id)
+        assert await store.search("ana", "zebra") == []
+        assert (await store.context("ana", a.id, query="zebra")).recalled == []
+        assert fts_rows(store.path, a.id) == 0
+
+        b = await store.create_conversation("ana")
+        await chat(store, "ana", b.id, [("yak one", "ok"), ("yak two", "ok")])
+        await store.undo("ana", b.id)
+        assert [h.snippet for h in await store.search("ana", "yak")] == ["**yak** one"]
+        await store.delete_conversation("ana", b.id)
+        assert await store.search("ana", "yak") == []
+
+        c = await store.create_conversation("ana", retention_minutes=1)
+        await chat(store, "ana", c.id, [("okapi", "ok")])
+        clock.now += 3600
+        assert await store.search("ana", "okapi") == []  # expired: invisible at once
+        assert await store.purge_expired() == 1
+        assert fts_rows(store.path) == 0  # and purged from the index
+    finally:
+        await store.close()
+
+
+async def test_migration_adds_and_backfills_the_index(tmp_path):
+    # A database from before the index: only m001..m003 applied.
+    path = tmp_path / "mnemo.db"
+    async with aiosqlite.connect(path) as db:
+        await db.execute("CREATE TABLE _mnemo_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        for fn in migrations.MIGRATIONS[:3]:
+            await fn(db)
+            await db.execute("INSERT INTO _mnemo_migrations VALUES (?, 0)", (fn.__name__,))
+        await db.execute(
+            "INSERT INTO conversations (id, owner, created_at, last_active_at, message_count, "
+            "active_count, chars) VALUES ('c1', 'ana', 0, 0, 2, 2, 40)"
+        )
+        await db.executemany(
+            "INSERT INTO turns (conversation_id, role, content, created_at) VALUES (?, ?, ?, 0)",
+            [("c1", "user", "My passport is in the left drawer."), ("c1", "assistant", "Noted.")],
+        )
+        await db.commit()
+
+    store = await ConversationStore.open(tmp_path)
+    try:
+        hits = await store.search("ana", "where is my passport")
+        assert [h.snippet for h in hits] == ["My **passport** is in the left drawer."]
+        assert fts_rows(store.path) == 2
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        names = [r[0] for r in db.execute("SELECT name FROM _mnemo_migrations ORDER BY rowid")]
+    assert names[-1] == "m004_turns_fts"
