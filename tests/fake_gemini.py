@@ -16,6 +16,7 @@ error to the client (peer closed before the terminating chunk), as with a droppe
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -203,6 +204,12 @@ class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 so that streams use chunked encoding and a cut stream is detectable.
     protocol_version = "HTTP/1.1"
     server_fake: FakeGemini
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and SSE chunks are separate small writes: without this, Nagle's algorithm
+        # and delayed ACKs add ~40 ms to every response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep pytest output clean
