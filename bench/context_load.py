@@ -13,14 +13,38 @@ import time
 
 from bench.baselines import LangChainHistory, ReferenceDesign, langchain_available
 from bench.config import BenchConfig
-from bench.datagen import Corpus, message_pool
-from bench.harness import Table, interleave, ms, ratio, write_result
+from bench.datagen import DISTRACTOR_NAMES, WORDS, Corpus, message_pool
+from bench.harness import Samples, Table, interleave, ms, ratio, write_result
 
 NAME = "context_load"
 
 
 def session_id(conv: int) -> str:
     return f"session-{conv:06d}"
+
+
+async def time_search(store, owners, rng, n: int, corpus: Corpus) -> Table | None:
+    """Latency of `store.search()` (issue 6) over one owner's share of the corpus."""
+    if not hasattr(store, "search"):
+        return None
+    words = [w for w in WORDS if len(w) > 4] + list(DISTRACTOR_NAMES)
+    queries = [
+        " ".join(rng.sample(words, 1 if i % 2 else 2)) for i in range(n)
+    ]  # one word or two, as people type into a search box
+    samples = Samples("search")
+    hits = 0
+    for i, query in enumerate(queries):
+        start = time.perf_counter()
+        found = await store.search(owners[i % len(owners)], query)
+        samples.seconds.append(time.perf_counter() - start)
+        hits += len(found)
+    table = Table(
+        f"Search (`store.search(owner, text)`, FTS5, newest 20 hits) at {corpus.total:,} "
+        f"messages; each owner holds {corpus.total // 100:,} of them",
+        ["queries", "p50 ms", "p99 ms", "max ms", "mean hits"],
+    )
+    table.add(n, ms(samples.p50), ms(samples.p99), ms(max(samples.seconds)), f"{hits / n:.1f}")
+    return table
 
 
 async def run(config: BenchConfig) -> None:
@@ -115,6 +139,7 @@ async def run(config: BenchConfig) -> None:
                 lc_rounds,
                 seed=config.seed + 1,
             )
+        search_table = await time_search(store, owners, rng, config.pick(300, 50, 5), corpus)
     finally:
         await store.close()
         if langchain is not None:
@@ -147,7 +172,11 @@ async def run(config: BenchConfig) -> None:
         f"{ratio(fast[reference.name].p99, base.p99)}."
         + (
             f" LangChain (shared engine) p50 ratio "
-            f"{ratio(slow[langchain.name].p50, slow['Mnemo'].p50)}."
+            f"{ratio(slow[langchain.name].p50, slow['Mnemo'].p50)} against Mnemo in its own "
+            f"block, {ratio(slow[langchain.name].p50, base.p50)} against Mnemo's main-block p50 "
+            "(Mnemo calls that follow a LangChain call in the same thread run slower, likely "
+            "the garbage LangChain leaves: it builds a new SQLAlchemy model class per history "
+            "object)."
             if slow is not None
             else ""
         ),
@@ -167,7 +196,7 @@ async def run(config: BenchConfig) -> None:
     write_result(
         NAME,
         "Context load",
-        [table, load_table, *notes],
+        [table, *([search_table] if search_table else []), load_table, *notes],
         out_dir=config.out_dir,
         quick=config.quick,
     )

@@ -65,4 +65,30 @@ async def bulk_load(
             "last_active_at = ? WHERE id = ?",
             ((n, n, chars, last, ids[i]) for i, (n, chars, last) in enumerate(stats)),
         )
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'turns_fts'").fetchone():
+            index_for_recall(db)
     return ids
+
+
+def index_for_recall(db: sqlite3.Connection, batch: int = 20_000) -> None:
+    """Fill recall's full-text index the way the store does on append (issue 6)."""
+    from memory.recall import bigram_text, conversation_key, owner_key
+
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT t.id, t.content, c.owner, c.id FROM turns t "
+            "JOIN conversations c ON c.id = t.conversation_id WHERE t.id > ? ORDER BY t.id "
+            "LIMIT ?",
+            (last, batch),
+        ).fetchall()
+        if not rows:
+            return
+        db.executemany(
+            "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (?, ?, ?, ?)",
+            [
+                (tid, bigram_text(text), owner_key(o), conversation_key(c))
+                for tid, text, o, c in rows
+            ],
+        )
+        last = rows[-1][0]
