@@ -174,9 +174,8 @@ async def run(config: BenchConfig) -> None:
             f" LangChain (shared engine) p50 ratio "
             f"{ratio(slow[langchain.name].p50, slow['Mnemo'].p50)} against Mnemo in its own "
             f"block, {ratio(slow[langchain.name].p50, base.p50)} against Mnemo's main-block p50 "
-            "(Mnemo calls that follow a LangChain call in the same thread run slower, likely "
-            "the garbage LangChain leaves: it builds a new SQLAlchemy model class per history "
-            "object)."
+            "(Mnemo's calls in the LangChain block, each right after a long LangChain call, "
+            "are usually slower than in the main block; the cause was not investigated)."
             if slow is not None
             else ""
         ),
