@@ -229,9 +229,11 @@ class GeminiModel:
             code = exc.code or 0
             detail = (exc.message or exc.status or "").strip()
             if code == 429:
+                wait = _retry_delay(exc.details)
                 return RateLimited(
                     "Gemini is rate-limiting requests (429: too many requests or the key's quota "
-                    "is used up). Wait a minute, then retry."
+                    "is used up). "
+                    + (f"Retry in {wait}." if wait else "Wait a minute, then retry.")
                 )
             if code in (401, 403) or (code == 400 and "api key" in detail.lower()):
                 return InvalidKey(
@@ -262,6 +264,17 @@ class GeminiModel:
                 "Retry for a complete answer."
             )
         return ModelUnavailable(f"Gemini sent a response that could not be read ({exc}). Retry.")
+
+
+def _retry_delay(details: object) -> str | None:
+    """The server's suggested wait from a 429's google.rpc.RetryInfo ("36s"), if any."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    for item in (error or {}).get("details") or []:
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("RetryInfo"):
+            delay = item.get("retryDelay")
+            if isinstance(delay, str) and re.fullmatch(r"\d+(\.\d+)?s", delay):
+                return f"{round(float(delay[:-1]))} seconds"
+    return None
 
 
 def _text_of(response: types.GenerateContentResponse) -> str:

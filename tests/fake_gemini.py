@@ -90,6 +90,7 @@ class ErrorReply:
     status: int
     message: str
     status_name: str | None = None
+    details: list[dict[str, Any]] | None = None  # e.g. google.rpc.RetryInfo for a 429
 
 
 @dataclass
@@ -131,9 +132,15 @@ class FakeGemini:
         self._push(scripted)
         return scripted
 
-    def error(self, status: int, message: str = "", status_name: str | None = None) -> None:
+    def error(
+        self,
+        status: int,
+        message: str = "",
+        status_name: str | None = None,
+        details: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Queue an HTTP error response."""
-        self._push(ErrorReply(status, message or f"fake error {status}", status_name))
+        self._push(ErrorReply(status, message or f"fake error {status}", status_name, details))
 
     def blocked(self, where: str = "prompt", reason: str = "SAFETY") -> None:
         """Queue a safety-blocked response."""
@@ -263,7 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(scripted, ErrorReply):
             self._send_json(
                 scripted.status,
-                _error_body(scripted.status, scripted.message, scripted.status_name),
+                _error_body(
+                    scripted.status, scripted.message, scripted.status_name, scripted.details
+                ),
             )
         elif isinstance(scripted, Blocked):
             payload = _blocked_payload(scripted)
@@ -312,14 +321,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _error_body(status: int, message: str, status_name: str | None = None) -> dict[str, Any]:
-    return {
-        "error": {
-            "code": status,
-            "message": message,
-            "status": status_name or _STATUS_NAMES.get(status, "UNKNOWN"),
-        }
+def _error_body(
+    status: int,
+    message: str,
+    status_name: str | None = None,
+    details: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    error: dict[str, Any] = {
+        "code": status,
+        "message": message,
+        "status": status_name or _STATUS_NAMES.get(status, "UNKNOWN"),
     }
+    if details:
+        error["details"] = details
+    return {"error": error}
 
 
 def _usage(scripted: Reply) -> dict[str, int]:

@@ -571,3 +571,15 @@ async def test_storage_failing_mid_conversation_answers_without_history(env, fak
     assert done.degraded and not done.saved and done.reply
     assert fake.last.turns == [("user", KAOHSIUNG)]
     assert (await env.service.status(OWNER, conv)).degraded
+
+
+async def test_reply_blocked_half_way_keeps_what_arrived(env, fake, tmp_path):
+    conv = await new_conv(env)
+    fake.reply("Here is how ", "", finish_reason="SAFETY")
+    with pytest.raises(BlockedBySafety) as caught:
+        await turn(env.service, conv, "how do I ...")
+    assert caught.value.partial == "Here is how "
+    reply = (await env.store.transcript(OWNER, conv))[-1]
+    assert (reply.role, reply.content, reply.incomplete) == ("assistant", "Here is how ", True)
+    await env.service.wait_background()
+    assert metrics_rows(tmp_path)[0]["status"] == "refused"

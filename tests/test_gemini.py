@@ -132,6 +132,13 @@ async def test_http_errors_become_actionable_errors(fake, gemini, status, messag
     assert len(fake.requests) == 1  # no hidden SDK retries
 
 
+async def test_rate_limit_says_how_long_to_wait(fake, gemini):
+    retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "36s"}
+    fake.error(429, "You exceeded your current quota.", details=[retry_info])
+    with pytest.raises(RateLimited, match="Retry in 36 seconds"):
+        await collect(gemini.stream("", HISTORY, Settings()))
+
+
 async def test_connection_refused_is_model_unavailable():
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
