@@ -111,6 +111,7 @@ class ChatView(NamedTuple):
     badge: str
     inspector: str
     title: Any  # the rename box
+    retention: Any  # the "forget after" picker
 
 
 def _persona_or_default(rt: Runtime, owner: str, persona_id: str | None):
@@ -149,6 +150,7 @@ async def render_chat(
         preview = await svc.preview(owner, conversation.id)
         badge = badge_text(status, rt.model_name)
         title = conversation.title or ""
+        retention = conversation.retention_minutes or 0
     else:
         persona = _persona_or_default(rt, owner, persona_id)
         turns = []
@@ -157,6 +159,7 @@ async def render_chat(
             system_prompt=build_system_prompt(persona), summary=None, turns=[], chars=0, budget=0
         )
         title = ""
+        retention = 0
     return ChatView(
         conversation_id=conversation_id,
         conversations=gr.update(
@@ -167,6 +170,7 @@ async def render_chat(
         badge=badge,
         inspector=views.preview_markdown(preview),
         title=gr.update(value=title, interactive=conversation is not None),
+        retention=gr.update(value=retention, interactive=conversation is not None),
     )
 
 
@@ -210,6 +214,17 @@ async def rename_conversation(
         store = await rt.store()
         await store.rename_conversation(owner, conversation_id, title)
         gr.Info(f"Renamed to “{title}”.")
+        return await render_chat(rt, owner, conversation_id)
+
+
+async def set_retention(
+    rt: Runtime, owner: str, conversation_id: str | None, minutes: int | None
+) -> ChatView:
+    """Keep the conversation, or forget it after some idle time."""
+    with user_errors("change how long this conversation is kept"):
+        if conversation_id:
+            store = await rt.store()
+            await store.set_retention(owner, conversation_id, int(minutes) if minutes else None)
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -320,7 +335,8 @@ async def _stream(
                 if isinstance(event, Delta):
                     reply += event.text
                     chat[-1] = {"role": "assistant", "content": reply}
-                    yield (*ChatView(conversation_id, skip, chat, skip, skip, skip, skip), False)
+                    streaming = ChatView(conversation_id, skip, chat, *[skip] * 5)
+                    yield (*streaming, False)
                 elif isinstance(event, Cleared):
                     cleared = event.result
                 elif isinstance(event, Done):
@@ -372,7 +388,7 @@ async def stream_reply(
             listed = gr.update(
                 choices=views.conversation_choices(conversations, avatars), value=conversation_id
             )
-            yield (*ChatView(conversation_id, listed, skip, skip, skip, skip, skip), False)
+            yield (*ChatView(conversation_id, listed, *[skip] * 6), False)
     async for view in _stream(
         rt,
         owner,
@@ -588,7 +604,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             conversations = gr.Radio(
                 choices=[], label="Conversations", elem_id="conversations", container=False
             )
-            with gr.Accordion("Rename or delete", open=False, elem_id="manage"):
+            with gr.Accordion("Rename · memory · delete", open=False, elem_id="manage"):
                 title_box = gr.Textbox(
                     label="Name", placeholder="A new name", max_lines=1, elem_id="rename-box"
                 )
@@ -597,6 +613,12 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                     delete_btn = gr.Button(
                         "🗑️ Delete", size="sm", variant="stop", elem_id="delete-btn"
                     )
+                retention = gr.Dropdown(
+                    choices=views.RETENTION_CHOICES,
+                    value=0,
+                    label="Memory",
+                    elem_id="retention",
+                )
                 with gr.Group(visible=False, elem_id="delete-confirm") as confirm_row:
                     confirm_text = gr.Markdown(elem_id="delete-confirm-text")
                     with gr.Row():
@@ -632,6 +654,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                     layout="bubble",
                     placeholder="Say something to start a conversation.",
                 )
+                input_notice = gr.Markdown(visible=False, elem_id="input-notice")
                 chat_input = gr.Textbox(
                     show_label=False,
                     placeholder="Message Mnemo — Enter to send, Shift+Enter for a new line",
@@ -642,26 +665,26 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                     autofocus=True,
                     elem_id="chat-input",
                 )
-                input_notice = gr.Markdown(visible=False, elem_id="input-notice")
                 with gr.Accordion(
                     "🔍 What the model receives next", open=False, elem_id="inspector"
                 ):
                     inspector = gr.Markdown(elem_id="inspector-body")
 
             with gr.Tab("🎭 Personas", id="persona-tab", elem_id="persona-tab"):
-                with gr.Row(equal_height=True):
+                with gr.Row(elem_id="persona-bar"):
                     persona_picker = gr.Dropdown(
                         choices=[], label="Persona", elem_id="persona-picker", scale=2
                     )
                     versions = gr.Dropdown(
                         choices=[], label="Versions", elem_id="persona-versions", scale=2
                     )
-                    rollback_btn = gr.Button(
-                        "↩️ Use this version", size="sm", scale=1, elem_id="rollback-btn"
-                    )
-                    revert_btn = gr.Button(
-                        "Revert to built-in", size="sm", scale=1, elem_id="revert-btn"
-                    )
+                    with gr.Column(scale=1, min_width=180, elem_id="version-actions"):
+                        rollback_btn = gr.Button(
+                            "↩️ Use this version", size="sm", elem_id="rollback-btn"
+                        )
+                        revert_btn = gr.Button(
+                            "Revert to built-in", size="sm", elem_id="revert-btn"
+                        )
                 with gr.Row():
                     with gr.Column(scale=3):
                         persona_yaml = gr.Code(
@@ -669,6 +692,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                             label="YAML",
                             lines=22,
                             max_lines=40,
+                            wrap_lines=True,
                             elem_id="persona-yaml",
                         )
                         persona_status = gr.Markdown(elem_id="persona-status")
@@ -709,13 +733,12 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                 with gr.Accordion(
                     "Composed system prompt (live preview)", open=True, elem_id="preview"
                 ):
-                    persona_preview = gr.Code(
-                        language="markdown",
+                    persona_preview = gr.Textbox(
                         show_label=False,
                         interactive=False,
                         lines=8,
                         max_lines=30,
-                        wrap_lines=True,
+                        buttons=["copy"],
                         elem_id="persona-preview",
                     )
 
@@ -728,6 +751,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             badge,
             inspector,
             title_box,
+            retention,
         ]
         editor = [persona_picker, persona_yaml, *form, versions, persona_preview, persona_status]
         refresh = partial(refresh_chat, rt)
@@ -744,6 +768,9 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         rename = partial(rename_conversation, rt)
         rename_btn.click(rename, [owner, conversation_id, title_box], chat_view, **quiet)
         title_box.submit(rename, [owner, conversation_id, title_box], chat_view, **quiet)
+        retention.input(
+            partial(set_retention, rt), [owner, conversation_id, retention], chat_view, **quiet
+        )
         delete_btn.click(
             partial(ask_delete, rt), [owner, conversation_id], [confirm_row, confirm_text], **quiet
         )

@@ -381,3 +381,13 @@ async def test_rollback_and_revert(rt):
     assert rt.registry.get(OWNER, "sales").version == 1 and "v1" in out[-1]
     await app.revert_persona(rt, OWNER, "sales")
     assert rt.registry.get(OWNER, "sales").source == "builtin"
+
+
+async def test_retention_shows_in_the_badge(rt, fake):
+    first = (await send(rt, OWNER, None, "Short-lived"))[-1]
+    assert first.retention["value"] == 0
+    view = await app.set_retention(rt, OWNER, first.conversation_id, 30)
+    assert view.retention["value"] == 30
+    assert "⏳ Forgets after 30 min idle" in view.badge
+    view = await app.set_retention(rt, OWNER, first.conversation_id, 0)
+    assert "⏳" not in view.badge

@@ -287,7 +287,7 @@ def test_new_chat_switch_rename_and_delete(context, server):
     sidebar_items(page).nth(1).click()
     expect(user_messages(page).last).to_contain_text("First topic")
 
-    page.locator("#manage").get_by_text("Rename or delete").click()
+    page.locator("#manage").get_by_text("Rename · memory · delete").click()
     name = page.locator("#rename-box input")
     expect(name).to_have_value("First topic")  # the switch has filled in the current name
     name.fill("Renamed topic")
@@ -338,7 +338,9 @@ def test_persona_saved_in_yaml_applies_to_the_next_message(context, server, fake
     )
     assert edited != original
     replace_yaml(page, edited)
-    expect(page.locator("#persona-preview")).to_contain_text("Always answer like a pirate.")
+    expect(page.locator("#persona-preview textarea")).to_have_value(
+        re.compile("Always answer like a pirate.")
+    )
     page.locator("#save-btn").click()
     expect(page.locator("#persona-status")).to_contain_text("Saved as v1")
     expect(page.locator("#persona-versions input")).to_have_value(re.compile("^v1 "))

@@ -15,6 +15,13 @@ from assistant.badge import compact_number
 
 MAX_MESSAGE_CHARS = 10_000
 TITLE_CHARS = 24
+# How long a conversation is kept: (label, minutes idle; 0 = until deleted).
+RETENTION_CHOICES = [
+    ("Keep until I delete it", 0),
+    ("Forget after 30 min idle", 30),
+    ("Forget after 1 day idle", 1440),
+    ("Forget after 7 days idle", 10080),
+]
 STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
 
 
