@@ -36,6 +36,7 @@ from memory import (
     Turn,
     TurnMetrics,
 )
+from memory.failopen import UNSAVED_PREFIX
 from memory.policy import MAX_MESSAGE_CHARS
 from personas import PersonaError, PersonaRegistry, build_system_prompt
 
@@ -458,12 +459,16 @@ class ChatService:
         """The persona of the conversation, as this owner currently has it (edits apply from
         the next message). Returns (persona, degraded)."""
         degraded = False
-        try:
-            conversation = await self.store.get_conversation(owner, conv_id)
-            persona_id = conversation.persona_id or DEFAULT_PERSONA_ID
-        except StorageUnavailable:
+        persona_id = DEFAULT_PERSONA_ID
+        if conv_id.startswith(UNSAVED_PREFIX):
+            # Created while storage was down: it exists only on screen.
             degraded = True
-            persona_id = DEFAULT_PERSONA_ID
+        else:
+            try:
+                conversation = await self.store.get_conversation(owner, conv_id)
+                persona_id = conversation.persona_id or DEFAULT_PERSONA_ID
+            except StorageUnavailable:
+                degraded = True
         return await asyncio.to_thread(self._load_persona, owner, persona_id), degraded
 
     def _load_persona(self, owner: str, persona_id: str) -> _Persona:

@@ -583,3 +583,17 @@ async def test_reply_blocked_half_way_keeps_what_arrived(env, fake, tmp_path):
     assert (reply.role, reply.content, reply.incomplete) == ("assistant", "Here is how ", True)
     await env.service.wait_background()
     assert metrics_rows(tmp_path)[0]["status"] == "refused"
+
+
+async def test_a_conversation_created_while_storage_was_down_still_chats(tmp_path, fake):
+    (tmp_path / "mnemo.db").write_bytes(b"garbage " * 1000)
+    store = await FailOpenStore.open(tmp_path)
+    env = await make_env(tmp_path, fake, store=store)
+    try:
+        conv = await store.create_conversation(OWNER, persona_id="finance")
+        assert conv.id.startswith("unsaved-")  # exists only on screen
+        done = done_of(await turn(env.service, conv.id, TAIPEI))
+        assert done.degraded and not done.saved
+        assert fake.last.turns == [("user", TAIPEI)]
+    finally:
+        await close(env)
