@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import logging
 import re
 from collections.abc import AsyncIterator
 from types import ModuleType
@@ -29,8 +28,6 @@ from .errors import (
     RateLimited,
 )
 from .models import Message, ReplyStream, Settings, clip_reply, merge_same_roles
-
-log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 # ~4 characters per token in English: 2,500 tokens stay under the 10,000-character storage
