@@ -25,6 +25,7 @@ from .records import (
     Conversation,
     MemoryStatus,
     ResetResult,
+    SearchHit,
     Turn,
     TurnMetrics,
 )
@@ -233,6 +234,22 @@ class FailOpenStore:
         except StorageUnavailable as exc:
             self._failed("read", "transcript", exc)
             return []
+
+    async def search(
+        self, owner: str, text: str, limit: int = 20, mark: tuple[str, str] = ("**", "**")
+    ) -> list[SearchHit]:
+        try:
+            return await (await self._get()).search(owner, text, limit, mark)
+        except StorageUnavailable as exc:
+            self._failed("read", "search", exc)
+            return []
+
+    async def purge_expired(self) -> int:
+        try:
+            return await (await self._get()).purge_expired()
+        except StorageUnavailable as exc:
+            self._failed("write", "purge_expired", exc)
+            return 0
 
     async def summarize_if_needed(self, owner: str, conv_id: str) -> bool:
         if conv_id.startswith(UNSAVED_PREFIX):

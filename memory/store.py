@@ -4,7 +4,8 @@ Storage design
 --------------
 - One long-lived aiosqlite connection writes; a second, query-only connection reads. WAL lets
   the reader see the last commit while a write is running. Writes are serialized by an asyncio
-  lock, and every multi-statement write is one `BEGIN IMMEDIATE ... COMMIT` transaction.
+  lock, and every multi-statement write is one `BEGIN IMMEDIATE ... COMMIT` transaction; a
+  multi-statement read is one snapshot (`BEGIN ... COMMIT` on the reader, under its own lock).
 - Conversations carry counters (messages, active messages, characters, summaries) updated in the
   same transaction as the turns, so status and thresholds never scan turns. Every read is
   bounded and served by an index on (conversation_id, compacted, is_summary, id).
@@ -14,6 +15,9 @@ Storage design
   transaction; the commit re-checks that the folded turns and the previous summary are still
   exactly as read, else it gives up and a later call retries. One summarization per
   conversation at a time.
+- Turns and summaries are also in an FTS5 index (`turns_fts`, see memory/recall.py), written in
+  the same transaction as the turn and removed by a trigger on delete, so recall and search
+  never see text that reset, undo, delete or retention removed.
 - sqlite3 errors are wrapped in `StorageUnavailable` here, at the boundary.
 """
 
@@ -114,11 +118,11 @@ def clip_for_prompt(text: str, limit: int) -> str:
     return text[:head] + marker + text[len(text) - tail :]
 
 
-def _conversation(row: sqlite3.Row) -> Conversation:
+def _conversation(row: tuple) -> Conversation:
     return Conversation(*row)
 
 
-def _turn(row: sqlite3.Row) -> Turn:
+def _turn(row: tuple) -> Turn:
     return Turn(
         id=row[0],
         conversation_id=row[1],
@@ -244,7 +248,7 @@ class ConversationStore:
         if self._closed:
             return
         self._closed = True
-        async with self._write_lock:
+        async with self._write_lock, self._read_lock:
             for conn in (self._writer, self._reader):
                 with suppress(Exception):
                     await conn.close()

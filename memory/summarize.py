@@ -7,6 +7,7 @@ default, and what a model-backed summarizer should fall back to when the model f
 
 from __future__ import annotations
 
+import asyncio
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -116,7 +117,8 @@ class ExtractiveSummarizer:
     """
 
     async def summarize(self, previous: str | None, turns: list[Turn], max_chars: int) -> str:
-        return self.summarize_sync(previous, turns, max_chars)
+        # Pure CPU work (regexes over up to fold_max turns): keep it off the event loop.
+        return await asyncio.to_thread(self.summarize_sync, previous, turns, max_chars)
 
     def summarize_sync(self, previous: str | None, turns: Sequence[Turn], max_chars: int) -> str:
         old = _previous_facts(previous) if previous else []

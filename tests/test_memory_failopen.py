@@ -53,6 +53,8 @@ async def test_garbage_file_fails_open_and_recovers(tmp_path):
     assert not (await store.append("ana", "some-real-looking-id", "user", "hi")).saved
     assert await store.list_conversations("ana") == []
     assert await store.transcript("ana", conv.id) == []
+    assert await store.search("ana", "hello") == []
+    assert await store.purge_expired() == 0
     assert not await store.summarize_if_needed("ana", conv.id)
     await store.record_metrics("ana", conv.id, TurnMetrics(model="m"))  # logged, not raised
     assert store.degraded
@@ -74,6 +76,7 @@ async def test_garbage_file_fails_open_and_recovers(tmp_path):
     conv = await store.create_conversation("ana")
     assert not conv.id.startswith("unsaved-")
     assert (await store.append("ana", conv.id, "user", "saved now")).saved
+    assert [h.turn_id for h in await store.search("ana", "saved")]
     assert not (await store.status("ana", conv.id)).degraded
     await store.close()
 
