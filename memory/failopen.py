@@ -226,11 +226,13 @@ class FailOpenStore:
             self._failed("read", "list_conversations", exc)
             return []
 
-    async def transcript(self, owner: str, conv_id: str, limit: int | None = None) -> list[Turn]:
+    async def transcript(
+        self, owner: str, conv_id: str, limit: int | None = None, *, before_id: int | None = None
+    ) -> list[Turn]:
         if conv_id.startswith(UNSAVED_PREFIX):
             return []
         try:
-            return await (await self._get()).transcript(owner, conv_id, limit)
+            return await (await self._get()).transcript(owner, conv_id, limit, before_id=before_id)
         except StorageUnavailable as exc:
             self._failed("read", "transcript", exc)
             return []

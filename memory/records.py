@@ -127,6 +127,10 @@ class TurnMetrics:
             raise ValueError(
                 f"TurnMetrics.status is {self.status!r}; use one of {', '.join(METRICS_STATUSES)}"
             )
+        for name in ("input_tokens", "output_tokens", "latency_ms", "first_token_ms"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"TurnMetrics.{name} is {value!r}; use a whole number >= 0")
 
 
 @dataclass(frozen=True)

@@ -445,26 +445,31 @@ class ConversationStore:
             incomplete=incomplete,
         )
 
-    async def transcript(self, owner: str, conv_id: str, limit: int | None = None) -> list[Turn]:
+    async def transcript(
+        self,
+        owner: str,
+        conv_id: str,
+        limit: int | None = None,
+        *,
+        before_id: int | None = None,
+    ) -> list[Turn]:
         """Everything the user can scroll, oldest first: compacted turns and summaries too.
 
-        `limit` keeps the newest `limit` rows.
+        `limit` keeps the newest `limit` rows (None: all); `before_id` pages back from there:
+        pass the oldest id you have to get the rows before it.
         """
         async with self._read() as db:
             await self._visible(db, owner, conv_id)
-            if limit is None:
-                rows = await db.execute_fetchall(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE conversation_id = ? ORDER BY id",
-                    (conv_id,),
-                )
-            else:
-                rows = await db.execute_fetchall(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE conversation_id = ? "
-                    "ORDER BY id DESC LIMIT ?",
-                    (conv_id, max(0, int(limit))),
-                )
-                rows = list(reversed(rows))
-        return [_turn(r) for r in rows]
+            rows = await db.execute_fetchall(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND id < ? "
+                "ORDER BY id DESC LIMIT ?",
+                (
+                    conv_id,
+                    (1 << 62) if before_id is None else before_id,
+                    -1 if limit is None else max(0, int(limit)),
+                ),
+            )
+        return [_turn(r) for r in reversed(rows)]
 
     async def _remove_turns(
         self, db: aiosqlite.Connection, conv_id: str, turns: list[Turn]

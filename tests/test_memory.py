@@ -820,3 +820,17 @@ async def test_metrics_count_toward_the_quota_and_hold_no_text(store, clock):
     assert await store.count_turn_requests("ana", since=0) == 4
     with pytest.raises(ValueError, match="use one of ok, error, stopped, refused"):
         TurnMetrics(model="x", status="weird")
+    with pytest.raises(ValueError, match="output_tokens is -1; use a whole number >= 0"):
+        TurnMetrics(model="x", output_tokens=-1)
+
+
+async def test_transcript_pages_back_from_the_newest(store):
+    conv = await store.create_conversation("ana")
+    await fill(store, "ana", conv.id, 7)
+    page = await store.transcript("ana", conv.id, limit=3)
+    assert [t.content for t in page] == [f"message {i} about nothing much" for i in (4, 5, 6)]
+    page = await store.transcript("ana", conv.id, limit=3, before_id=page[0].id)
+    assert [t.content[:9] for t in page] == ["message 1", "message 2", "message 3"]
+    page = await store.transcript("ana", conv.id, before_id=page[0].id)
+    assert [t.content[:9] for t in page] == ["message 0"]
+    assert len(await store.transcript("ana", conv.id)) == 7
