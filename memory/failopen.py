@@ -246,6 +246,15 @@ class FailOpenStore:
             self._failed("read", "search", exc)
             return []
 
+    async def find_conversations(
+        self, owner: str, text: str, limit: int = 20
+    ) -> list[Conversation]:
+        try:
+            return await (await self._get()).find_conversations(owner, text, limit)
+        except StorageUnavailable as exc:
+            self._failed("read", "find_conversations", exc)
+            return []
+
     async def purge_expired(self) -> int:
         try:
             return await (await self._get()).purge_expired()

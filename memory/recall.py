@@ -113,7 +113,7 @@ def _stem(term: str) -> str:
     return term
 
 
-def _term_pattern(terms: list[str]) -> re.Pattern[str] | None:
+def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
     """Matches a word starting with any term's stem (whole word marked), or a CJK bigram."""
     parts = []
     for stem in sorted({_stem(t) for t in terms}, key=len, reverse=True):
@@ -126,12 +126,12 @@ def _term_pattern(terms: list[str]) -> re.Pattern[str] | None:
 
 def matched_terms(terms: list[str], content: str) -> tuple[str, ...]:
     """Which of the query `terms` occur in `content` (case-insensitive, by stem)."""
-    return tuple(t for t in terms if _term_pattern([t]).search(content))  # type: ignore[union-attr]
+    return tuple(t for t in terms if term_pattern([t]).search(content))  # type: ignore[union-attr]
 
 
 def snippet(content: str, terms: list[str], mark: tuple[str, str], width: int = 160) -> str:
     """About `width` characters of `content` around the first match, matches marked."""
-    pattern = _term_pattern(terms)
+    pattern = term_pattern(terms)
     spans = [m.span() for m in pattern.finditer(content)] if pattern else []
     if not spans:
         text = " ".join(content.split())

@@ -55,6 +55,7 @@ from .recall import (
     owner_key,
     query_terms,
     snippet,
+    term_pattern,
 )
 from .records import (
     ContextWindow,
@@ -721,6 +722,23 @@ class ConversationStore:
             )
             for tid, cid, title, role, content, created in rows
         ]
+
+    async def find_conversations(
+        self, owner: str, text: str, limit: int = 20
+    ) -> list[Conversation]:
+        """The owner's conversations whose title or messages match `text`, newest activity
+        first: for a sidebar search box. Looks at the newest 200 matching messages."""
+        terms = query_terms(text[:MAX_MESSAGE_CHARS])
+        if not terms or limit <= 0:
+            return []
+        hits = await self.search(owner, text, limit=200)
+        with_messages = {h.conversation_id for h in hits}
+        pattern = term_pattern(terms)
+        return [
+            c
+            for c in await self.list_conversations(owner, limit=1000)
+            if c.id in with_messages or (c.title and pattern and pattern.search(c.title))
+        ][:limit]
 
     async def status(self, owner: str, conv_id: str) -> MemoryStatus:
         """What the memory badge shows."""

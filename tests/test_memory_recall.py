@@ -187,6 +187,21 @@ async def test_search_is_owner_isolated_newest_first_with_snippets(store):
     assert (await store.search("ana", "ramen", mark=("<", ">")))[0].snippet.count("<ramen>") == 1
 
 
+async def test_find_conversations_by_title_or_message(store):
+    trip = await store.create_conversation("ana", title="Lisbon trip")
+    food = await store.create_conversation("ana")
+    other = await store.create_conversation("ana")
+    await store.append("ana", food.id, "user", "Best pastel de nata in Lisbon?")
+    await store.append("ana", other.id, "user", "Nothing to see here.")
+    await store.append(
+        "bob", (await store.create_conversation("bob", title="Lisbon")).id, "user", "Lisbon again"
+    )
+    found = await store.find_conversations("ana", "lisbon")
+    assert [c.id for c in found] == [food.id, trip.id]  # newest activity first
+    assert await store.find_conversations("ana", "!!!") == []
+    assert await store.find_conversations("mallory", "lisbon") == []
+
+
 async def test_search_cjk(store):
     conv = await store.create_conversation("mei")
     await store.append("mei", conv.id, "user", "我们在台北的鼎泰豐吃了小籠包。")
