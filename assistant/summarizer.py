@@ -37,12 +37,25 @@ SUMMARY_SYSTEM = "\n".join(
 )
 
 
+# Bounds on what one summary request sends. A normal fold is ~80 messages; a backlog after
+# failures can be 1,000 long ones, which Gemini would refuse or take minutes over.
+TURN_CHARS = 4_000
+PROMPT_CHARS = 300_000
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return text[:head] + " […] " + text[len(text) - (limit - head) :]
+
+
 def _transcript(turns: list[Turn]) -> str:
     lines = []
     for turn in turns:
         if turn.role in ("user", "assistant"):
             label = "User" if turn.role == "user" else "Assistant"
-            lines.append(f"{label}: {turn.content}")
+            lines.append(f"{label}: {_clip(turn.content, TURN_CHARS)}")
     return "\n\n".join(lines)
 
 
@@ -66,10 +79,14 @@ class GeminiSummarizer:
         self.last_used: str | None = None  # "gemini" | "extractive": for tests and logs
 
     async def summarize(self, previous: str | None, turns: list[Turn], max_chars: int) -> str:
+        prompt = summary_prompt(previous, turns)
+        if len(prompt) > PROMPT_CHARS:
+            log.warning("%d turns are too many for one Gemini summary; extractive", len(turns))
+            return await self._fallback(previous, turns, max_chars)
         try:
             text = await self.model.complete(
                 SUMMARY_SYSTEM.format(max_chars=max_chars),
-                summary_prompt(previous, turns),
+                prompt,
                 temperature=0.2,
                 # ~3 characters per token leaves the model room to finish within the cap.
                 max_output_tokens=max(256, max_chars // 3),

@@ -69,3 +69,19 @@ async def test_offline_model_gets_the_extractive_summarizer(fake):
     model = GeminiModel("k", base_url=fake.url)
     assert isinstance(summarizer_for(model), GeminiSummarizer)
     await model.aclose()
+
+
+async def test_long_turns_are_clipped_and_a_huge_backlog_goes_extractive(fake, summarizer):
+    long_turn = Turn(4, "c", "user", "My name is Ana. " + "blah " * 2000, 4.0)
+    fake.reply("- User: Ana.")
+    await summarizer.summarize(None, [long_turn], 4000)
+    prompt = fake.last.turns[0][1]
+    assert "[…]" in prompt and len(prompt) < 4_500
+
+    backlog = [
+        Turn(i, "c", "user", f"I live in city {i}. " + "x" * 5000, float(i)) for i in range(100)
+    ]
+    requests = len(fake.requests)
+    text = await summarizer.summarize(None, backlog, 4000)
+    assert summarizer.last_used == "extractive" and len(fake.requests) == requests
+    assert text and len(text) <= 4000
