@@ -33,6 +33,7 @@ from assistant.summarizer import GeminiSummarizer, summarizer_for
 from memory import (
     ContextWindow,
     ConversationStore,
+    ExtractiveSummarizer,
     FailOpenStore,
     MemoryPolicy,
     RecalledTurn,
@@ -595,5 +596,28 @@ async def test_a_conversation_created_while_storage_was_down_still_chats(tmp_pat
         done = done_of(await turn(env.service, conv.id, TAIPEI))
         assert done.degraded and not done.saved
         assert fake.last.turns == [("user", TAIPEI)]
+    finally:
+        await close(env)
+
+
+async def test_recalled_turns_reach_the_model_in_the_memory_note(tmp_path, fake):
+    env = await make_env(
+        tmp_path,
+        fake,
+        policy=MemoryPolicy(keep_recent=2, summarize_at=4),
+        summarizer=ExtractiveSummarizer(),
+    )
+    try:
+        conv = await new_conv(env)
+        await turn(env.service, conv, "We had dinner at a restaurant called Casa Guedes.")
+        await turn(env.service, conv, "Then we walked along the river.")
+        await env.service.wait_background()  # the first exchange is now compacted
+        await turn(env.service, conv, "Which restaurant did we go to?")
+        system = fake.last.system_text
+        assert MEMORY_NOTE_HEADER in system
+        assert "Recalled older messages that match the new message" in system
+        recalled_part = system.split("Recalled older messages")[1]
+        assert "Casa Guedes" in recalled_part
+        assert all("Casa Guedes" not in text for _, text in fake.last.turns)
     finally:
         await close(env)
