@@ -112,8 +112,11 @@ def _previous_facts(previous: str) -> list[_Fact]:
 class ExtractiveSummarizer:
     """Keeps the sentences that carry facts: first-person statements, names, numbers, dates.
 
-    The previous summary's facts come first and are kept whole while they fit; new facts fill
-    the rest by importance. Duplicates are dropped. Output: one "- User: ..." line per fact.
+    Order of priority: the previous summary's facts (so nothing it knew is lost while it
+    fits), then new first-person facts, then new names/numbers/dates, then plain statements.
+    So that the summary never freezes, new first-person facts may claim up to a quarter of the
+    cap from the previous summary's newest lines. Duplicates are dropped; a longer restatement
+    replaces a fact it contains. Output: one "- User: ..." line per fact, oldest first.
     """
 
     async def summarize(self, previous: str | None, turns: list[Turn], max_chars: int) -> str:
@@ -132,30 +135,37 @@ class ExtractiveSummarizer:
                 if tier is not None:
                     new.append(_Fact(f"- {label}: {sentence}", tier, False, len(new)))
 
-        # Priority: the user's own facts (old before new), then salient lines, then the rest.
-        def rank(f: _Fact) -> tuple[int, int, int]:
-            return (f.tier, 0 if f.previous else 1, f.order)
-
+        new_first_person = sum(len(f.text) + 1 for f in new if f.tier == 0)
+        reserve = min(int(max_chars * (1 - _PREVIOUS_SHARE)), new_first_person)
+        phases = [
+            ([f for f in old if f.tier < 3], max_chars - reserve),
+            ([f for f in new if f.tier == 0], max_chars),
+            (sorted((f for f in new if f.tier in (1, 2)), key=lambda f: (f.tier, f.order)), 0),
+            # Whatever the reserve held back, then plain statements, while room is left.
+            ([f for f in old if f.tier < 3], max_chars),
+            ([f for f in old + new if f.tier == 3], max_chars),
+        ]
         kept: list[_Fact] = []
-        seen: list[str] = []
+        keys: dict[int, str] = {}  # id(fact) -> dedupe key
         used = 0
-        previous_budget = int(max_chars * _PREVIOUS_SHARE)
-        for f in sorted(old + new, key=rank):
-            k = _key(f.text)
-            if not k or any(k in s for s in seen):
-                continue
-            cost = len(f.text) + (1 if kept else 0)
-            if used + cost > max_chars:
-                continue
-            # Leave room for new first-person facts once the old ones fill most of the cap.
-            if f.previous and f.tier == 0 and used + cost > previous_budget and new:
-                continue
-            # A longer restatement replaces a shorter fact it contains.
-            seen = [s for s in seen if s not in k]
-            seen.append(k)
-            kept.append(f)
-            used += cost
-        kept = [f for f in kept if _key(f.text) in seen]
+        for candidates, limit in phases:
+            limit = limit or max_chars
+            for f in candidates:
+                if id(f) in keys:
+                    continue
+                k = _key(f.text)
+                if not k or any(k in other for other in keys.values()):
+                    continue
+                cost = len(f.text) + (1 if kept else 0)
+                if used + cost > limit:
+                    continue
+                for other in [o for o in kept if keys[id(o)] in k]:  # restated at more length
+                    kept.remove(other)
+                    used -= len(other.text) + 1
+                    del keys[id(other)]
+                keys[id(f)] = k
+                kept.append(f)
+                used += cost
         # Read in conversation order: the old summary's lines, then the new ones.
         kept.sort(key=lambda f: (0 if f.previous else 1, f.order))
         text = "\n".join(f.text for f in kept)

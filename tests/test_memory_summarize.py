@@ -80,3 +80,11 @@ async def test_one_long_sentence_cannot_fill_the_summary():
 async def test_never_empty_when_there_is_something_to_summarize():
     out = await ExtractiveSummarizer().summarize(None, turns(("user", "ok?"), ("user", "hm?")), 400)
     assert out
+
+
+async def test_previous_facts_are_not_dropped_for_chit_chat():
+    previous = "\n".join(f"- User: My locker number {i} is by the door." for i in range(22))
+    assert 900 < len(previous) <= 1000
+    chatter = turns(*[("user", "ok sounds good to me then") for _ in range(40)])
+    out = await ExtractiveSummarizer().summarize(previous, chatter, 1000)
+    assert out.startswith(previous)  # the whole previous summary survives
