@@ -110,6 +110,7 @@ class Preview:
     persona_version: int | None
     degraded: bool = False
     not_shown: int = 0  # older turns waiting to be summarized, not sent
+    recalled: list[dict[str, str]] = field(default_factory=list)  # for the draft, oldest first
 
 
 def is_reset_command(text: str) -> bool:
@@ -373,12 +374,12 @@ class ChatService:
         """For the badge (degraded instead of an error when storage fails)."""
         return await self.store.status(owner, conv_id)
 
-    async def preview(self, owner: str, conv_id: str) -> Preview:
+    async def preview(self, owner: str, conv_id: str, draft: str | None = None) -> Preview:
         """What the model would receive with the next message, besides that message. Recalled
-        turns depend on the next message, so none appear here. The offline model may clip this
-        further to fit its 2,048-token window."""
+        turns depend on the next message: pass it as `draft` to see them (without a draft there
+        are none). The offline model may clip this further to fit its context window."""
         persona, degraded = await self._persona_of(owner, conv_id)
-        context = await self.store.context(owner, conv_id)
+        context = await self.store.context(owner, conv_id, query=draft or None)
         return Preview(
             system_prompt=persona.prompt,
             summary=context.summary.content if context.summary else None,
@@ -391,6 +392,7 @@ class ChatService:
             persona_version=persona.version,
             degraded=degraded or context.degraded,
             not_shown=context.not_shown,
+            recalled=[{"role": r.turn.role, "content": r.turn.content} for r in context.recalled],
         )
 
     # -- background work ----------------------------------------------------------------

@@ -619,5 +619,10 @@ async def test_recalled_turns_reach_the_model_in_the_memory_note(tmp_path, fake)
         recalled_part = system.split("Recalled older messages")[1]
         assert "Casa Guedes" in recalled_part
         assert all("Casa Guedes" not in text for _, text in fake.last.turns)
+
+        preview = await env.service.preview(OWNER, conv, draft="Was Casa Guedes expensive?")
+        assert any("Casa Guedes" in r["content"] for r in preview.recalled)
+        assert "Casa Guedes" in preview.system_instruction.split("Recalled older messages")[1]
+        assert (await env.service.preview(OWNER, conv)).recalled == []
     finally:
         await close(env)
