@@ -630,10 +630,14 @@ class ConversationStore:
         rows = await db.execute_fetchall(
             f"SELECT {_TURN_COLUMNS_T}, turns_fts.rank FROM turns_fts "
             "JOIN turns t ON t.id = turns_fts.rowid "
-            "WHERE turns_fts MATCH ? AND t.is_summary = 0 ORDER BY turns_fts.rank LIMIT ?",
+            # Only turns older than the recent window are candidates; the rowid bound lets
+            # FTS5 skip the rest of the doclists.
+            "WHERE turns_fts MATCH ? AND turns_fts.rowid < ? AND t.is_summary = 0 "
+            "ORDER BY turns_fts.rank LIMIT ?",
             (
                 _match("conversation_key", conversation_key(conv_id), terms),
-                policy.recall_k * 2 + len(exclude),
+                min(exclude, default=1 << 62),
+                policy.recall_k * 2,
             ),
         )
         per_turn = min(policy.message_chars, max(200, policy.recall_chars // 4))

@@ -834,3 +834,27 @@ async def test_transcript_pages_back_from_the_newest(store):
     page = await store.transcript("ana", conv.id, before_id=page[0].id)
     assert [t.content[:9] for t in page] == ["message 0"]
     assert len(await store.transcript("ana", conv.id)) == 7
+
+
+async def test_a_backlog_is_summarized_over_several_passes(tmp_path):
+    policy = MemoryPolicy(
+        keep_recent=4,
+        summarize_at=10,
+        fold_max=5,
+        summary_chars=400,
+        recall_chars=400,
+        message_chars=400,
+        history_chars=2000,
+    )
+    store = await ConversationStore.open(tmp_path, policy=policy)
+    try:
+        conv = await store.create_conversation("ana")
+        await fill(store, "ana", conv.id, 30)  # summarization was never called meanwhile
+        passes = 0
+        while await store.summarize_if_needed("ana", conv.id):
+            passes += 1
+        st = await store.status("ana", conv.id)
+        assert passes == 5 and st.active == 5 and st.summaries == 5  # 30 -> 25 -> ... -> 5
+        await assert_counters_in_step(store, "ana", conv.id)
+    finally:
+        await store.close()

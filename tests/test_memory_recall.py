@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 
 import aiosqlite
@@ -344,3 +345,46 @@ async def test_migration_adds_and_backfills_the_index(tmp_path):
     with sqlite3.connect(path) as db:
         names = [r[0] for r in db.execute("SELECT name FROM _mnemo_migrations ORDER BY rowid")]
     assert names[-1] == "m004_turns_fts"
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_context_invariants_hold_for_random_conversations(tmp_path, seed):
+
+    rng = random.Random(seed)
+    policy = MemoryPolicy(
+        keep_recent=rng.randint(2, 8),
+        summarize_at=rng.randint(10, 20),
+        message_chars=rng.choice([200, 500]),
+        summary_chars=rng.choice([200, 600]),
+        recall_k=rng.randint(0, 4),
+        recall_chars=rng.choice([0, 300, 900]),
+        history_chars=2500,
+    )
+    words = ["ramen", "kyoto", "train", "ticket", "umbrella", "rain", "拉面", "京都", "wedding"]
+    store = await ConversationStore.open(tmp_path, policy=policy)
+    try:
+        conv = await store.create_conversation("ana")
+        for _ in range(rng.randint(5, 60)):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 400)))
+            await store.append("ana", conv.id, rng.choice(["user", "assistant"]), text)
+            await store.summarize_if_needed("ana", conv.id)
+        query = " ".join(rng.choice(words) for _ in range(3))
+        ctx = await store.context("ana", conv.id, query=query)
+        recent = [t.id for t in ctx.turns]
+        recalled = [r.turn.id for r in ctx.recalled]
+        assert ctx.chars <= ctx.budget
+        assert ctx.chars == (
+            (len(ctx.summary.content) if ctx.summary else 0)
+            + sum(len(r.turn.content) for r in ctx.recalled)
+            + sum(len(t.content) for t in ctx.turns)
+        )
+        assert not ctx.turns or ctx.turns[0].role == "user"
+        assert recent == sorted(recent) and recalled == sorted(recalled)
+        assert not set(recent) & set(recalled) and len(set(recalled)) == len(recalled)
+        assert sum(len(r.turn.content) for r in ctx.recalled) <= policy.recall_chars
+        assert len([r for r in ctx.recalled if r.neighbour_of is None]) <= policy.recall_k
+        assert all(r.turn.id < min(recent, default=1 << 62) for r in ctx.recalled)
+        st = await store.status("ana", conv.id)
+        assert st.total == st.active + st.compacted and st.summary_covers == st.compacted
+    finally:
+        await store.close()
