@@ -24,6 +24,7 @@ from assistant import config
 from assistant.badge import badge_text
 from assistant.chat import Cleared, Delta, Done
 from assistant.errors import AssistantError
+from assistant.local import LocalModel
 from memory import ConversationNotFound, MemoryStoreError, StorageUnavailable
 from personas import (
     DEFAULT_PERSONA_ID,
@@ -627,7 +628,9 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                         )
                         confirm_no = gr.Button("Cancel", size="sm", elem_id="delete-no")
             gr.Markdown(
-                f"Answering: **{rt.model_name}**", elem_id="model-name", elem_classes="muted"
+                views.model_note(rt.model_name, offline=isinstance(rt.model, LocalModel)),
+                elem_id="model-name",
+                elem_classes="muted",
             )
 
         with gr.Tabs(elem_id="tabs"):

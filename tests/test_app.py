@@ -11,7 +11,9 @@ from fake_gemini import FakeGemini
 
 import app
 from assistant.gemini import GeminiModel
+from personas import BUILTIN_DIR, load_persona_text
 from ui import views
+from ui.persona_form import apply_form
 from ui.runtime import Runtime
 
 
@@ -391,3 +393,14 @@ async def test_retention_shows_in_the_badge(rt, fake):
     assert "⏳ Forgets after 30 min idle" in view.badge
     view = await app.set_retention(rt, OWNER, first.conversation_id, 0)
     assert "⏳" not in view.badge
+
+
+@pytest.mark.parametrize("path", sorted(BUILTIN_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_form_edit_keeps_every_other_field_of_a_builtin(path):
+    text = path.read_text(encoding="utf-8")
+    before = load_persona_text(text)
+    new_text, after, problems = apply_form(text, {"avatar": "🦉"})
+    assert problems == [] and after is not None
+    assert after.avatar == "🦉"
+    assert after.model_dump(exclude={"avatar"}) == before.model_dump(exclude={"avatar"})
+    assert new_text.startswith("#") == text.startswith("#")  # leading comments kept

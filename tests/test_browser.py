@@ -350,6 +350,34 @@ def test_persona_saved_in_yaml_applies_to_the_next_message(context, server, fake
     assert "Always answer like a pirate." in fake.of("streamGenerateContent")[-1].system_text
 
 
+def test_form_and_yaml_follow_each_other(context, server):
+    page = open_app(context, server)
+    open_persona_tab(page)
+    replace_yaml(page, yaml_text(page).replace("display_name: Mnemo", "display_name: Mnemo Two", 1))
+    expect(page.locator("#f-display_name input")).to_have_value("Mnemo Two")
+    avatar = page.locator("#f-avatar input")
+    avatar.fill("")
+    avatar.press_sequentially("Owl")  # typed: Gradio's input event follows keystrokes
+    expect(page.locator("#persona-yaml .cm-content")).to_contain_text("avatar: Owl")
+    expect(page.locator("#persona-preview textarea")).to_have_value(
+        re.compile("Persona: Mnemo Two")
+    )
+
+
+def test_stop_keeps_the_partial_reply(context, server, fake):
+    page = open_app(context, server)
+    fake.reply(*[f"word{i} " for i in range(60)], chunk_delay=0.15)
+    box = page.locator("#chat-input textarea")
+    box.fill("Count for me")
+    box.press("Enter")
+    expect(bot_messages(page).last).to_contain_text("word3")
+    page.locator("#chat-input button.stop-button").click()
+    expect(bot_messages(page).last).to_contain_text("Stopped — this reply is incomplete")
+    expect(badge(page)).to_contain_text("Remembering 2 messages")
+    assert "word59" not in bot_messages(page).last.inner_text()
+    expect(page.locator("#chat-input button.submit-button")).to_be_visible()
+
+
 def test_broken_yaml_shows_line_and_column_and_keeps_the_persona(context, server, fake):
     page = open_app(context, server)
     open_persona_tab(page)

@@ -42,8 +42,36 @@ def form_values(persona: Persona) -> tuple[Any, ...]:
     return tuple(values)
 
 
+class _PersonaDumper(yaml.SafeDumper):
+    """Dumps the way the built-in files are written: indented lists, long text folded."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value.rstrip("\n"):  # real line breaks: keep them
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    if len(value) > 90:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=">")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_PersonaDumper.add_representer(str, _text)
+
+
 def _dump(data: dict[str, Any]) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=_PersonaDumper, sort_keys=False, allow_unicode=True, width=92)
+
+
+def _leading_comments(text: str) -> str:
+    """The comment lines a document starts with, kept across a form edit."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _parse_parameters(text: str) -> dict[str, Any]:
@@ -96,7 +124,7 @@ def apply_form(yaml_text: str, values: dict[str, Any]) -> tuple[str, Persona | N
             data.pop(name, None)
         else:
             data[name] = value
-    new_text = _dump(data)
+    new_text = _leading_comments(yaml_text) + _dump(data)
     try:
         persona = load_persona_text(new_text)
     except InvalidPersona as exc:

@@ -103,6 +103,17 @@ def conversation_choices(
     ]
 
 
+def model_note(model_name: str, offline: bool) -> str:
+    """The sidebar's footnote on who answers."""
+    note = f"Answering: **{model_name}**"
+    if offline:
+        note += (
+            "  \nA tiny model that runs on this machine: expect weak answers. "
+            "Set `GEMINI_API_KEY` to answer with Gemini."
+        )
+    return note
+
+
 def draft_badge(model_name: str) -> str:
     """The badge before a new chat's first message."""
     lead = "💤 Nothing remembered yet"
