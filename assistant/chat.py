@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -148,11 +149,32 @@ class _Persona:
 
 
 @dataclass
+class _Admission:
+    """A turn let through the quota whose metrics row is not written yet: it still counts."""
+
+    owner: str
+    pending: Counter[str]
+    handed_off: bool = False  # _finish took it; the metrics task releases it
+    released: bool = False
+
+    def __post_init__(self) -> None:
+        self.pending[self.owner] += 1
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.pending[self.owner] -= 1
+            if self.pending[self.owner] <= 0:
+                del self.pending[self.owner]
+
+
+@dataclass
 class _Turn:
     """The state of one reply being produced."""
 
     owner: str
     conv_id: str
+    admission: _Admission
     parts: list[str] = field(default_factory=list)
     first_token_ms: int | None = None
 
@@ -180,6 +202,9 @@ class ChatService:
         self.quota_per_hour = quota_per_hour or None
         self.clock = clock
         self._background: set[asyncio.Task[Any]] = set()
+        # Per owner: turns admitted whose metrics row (what the quota counts) is not written
+        # yet, so a burst of concurrent messages cannot slip past the quota.
+        self._pending: Counter[str] = Counter()
         self._owns_store = False
 
     @classmethod
@@ -215,49 +240,58 @@ class ChatService:
             yield Cleared(await self.reset(owner, conv_id))
             return
         _check_message(text)
-        await self._check_quota(owner)
-        persona, degraded = await self._persona_of(owner, conv_id)
-        context = await self.store.context(owner, conv_id, query=text)
-        saved = await self.store.append(owner, conv_id, "user", text)
-        degraded = degraded or context.degraded or not saved.saved
-        # The new message goes in whole: the context clips stored turns for the prompt, and this
-        # one is not in it yet (it was read before the append).
-        messages: list[Message] = [*context.messages(), {"role": "user", "content": text}]
-        # aclosing: when the app closes this generator (Stop), close the inner one right away so
-        # it saves the partial reply now, not whenever the garbage collector gets to it.
-        reply = self._reply(owner, conv_id, persona, context, messages, degraded)
-        async with contextlib.aclosing(reply):
-            async for event in reply:
-                yield event
+        admission = await self._admit(owner)
+        try:
+            persona, degraded = await self._persona_of(owner, conv_id)
+            context = await self.store.context(owner, conv_id, query=text)
+            saved = await self.store.append(owner, conv_id, "user", text)
+            degraded = degraded or context.degraded or not saved.saved
+            # The new message goes in whole: the context clips stored turns for the prompt, and
+            # this one is not in it yet (it was read before the append).
+            messages: list[Message] = [*context.messages(), {"role": "user", "content": text}]
+            # aclosing: when the app closes this generator (Stop), close the inner one right
+            # away so it saves the partial reply now, not whenever the garbage collector runs.
+            turn = _Turn(owner, conv_id, admission)
+            reply = self._reply(turn, persona, context, messages, degraded)
+            async with contextlib.aclosing(reply):
+                async for event in reply:
+                    yield event
+        finally:
+            if not admission.handed_off:
+                admission.release()
 
     async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
         """Regenerate the reply to the last user message (the previous reply is dropped)."""
-        await self._check_quota(owner)
-        persona, degraded = await self._persona_of(owner, conv_id)
+        admission = await self._admit(owner)
         try:
-            await self.store.drop_last_reply(owner, conv_id)
-            last = await self.store.transcript(owner, conv_id, limit=1)
-        except StorageUnavailable as exc:
-            raise StorageError(_STORAGE_DOWN.format(action="retry")) from exc
-        if not last or last[-1].role != "user":
-            raise NothingToRetry("There is no message to answer again yet: send one first.")
-        question = last[-1]
-        context = await self.store.context(owner, conv_id, query=question.content)
-        messages = context.messages()
-        if context.turns and context.turns[-1].id == question.id:
-            messages[-1] = {"role": "user", "content": question.content}  # unclipped
-        else:
-            messages.append({"role": "user", "content": question.content})
-        degraded = degraded or context.degraded
-        reply = self._reply(owner, conv_id, persona, context, messages, degraded)
-        async with contextlib.aclosing(reply):
-            async for event in reply:
-                yield event
+            persona, degraded = await self._persona_of(owner, conv_id)
+            try:
+                await self.store.drop_last_reply(owner, conv_id)
+                last = await self.store.transcript(owner, conv_id, limit=1)
+            except StorageUnavailable as exc:
+                raise StorageError(_STORAGE_DOWN.format(action="retry")) from exc
+            if not last or last[-1].role != "user":
+                raise NothingToRetry("There is no message to answer again yet: send one first.")
+            question = last[-1]
+            context = await self.store.context(owner, conv_id, query=question.content)
+            messages = context.messages()
+            if context.turns and context.turns[-1].id == question.id:
+                messages[-1] = {"role": "user", "content": question.content}  # unclipped
+            else:
+                messages.append({"role": "user", "content": question.content})
+            degraded = degraded or context.degraded
+            turn = _Turn(owner, conv_id, admission)
+            reply = self._reply(turn, persona, context, messages, degraded)
+            async with contextlib.aclosing(reply):
+                async for event in reply:
+                    yield event
+        finally:
+            if not admission.handed_off:
+                admission.release()
 
     async def _reply(
         self,
-        owner: str,
-        conv_id: str,
+        turn: _Turn,
         persona: _Persona,
         context: ContextWindow,
         messages: list[Message],
@@ -265,7 +299,6 @@ class ChatService:
     ) -> AsyncIterator[ChatEvent]:
         system = compose_system(persona.prompt, context)
         settings = Settings(temperature=persona.temperature)
-        turn = _Turn(owner, conv_id)
         started = time.perf_counter()
         stream = self.model.stream(system, messages, settings)
         try:
@@ -349,7 +382,8 @@ class ChatService:
             status=metrics_status,  # type: ignore[arg-type]
             error_kind=_error_kind(error),
         )
-        self._spawn(self._record(turn.owner, turn.conv_id, metrics))
+        turn.admission.handed_off = True
+        self._spawn(self._record(turn.owner, turn.conv_id, metrics, turn.admission))
         if saved:
             self._spawn(self._summarize(turn.owner, turn.conv_id))
         return saved
@@ -411,11 +445,15 @@ class ChatService:
         # the CancelledError.
         return await asyncio.shield(task)
 
-    async def _record(self, owner: str, conv_id: str, metrics: TurnMetrics) -> None:
+    async def _record(
+        self, owner: str, conv_id: str, metrics: TurnMetrics, admission: _Admission
+    ) -> None:
         try:
             await self.store.record_metrics(owner, conv_id, metrics)
         except Exception as exc:  # metrics must never hurt a turn
             log.warning("metrics not recorded: %s", type(exc).__name__)
+        finally:
+            admission.release()  # now counted by the database (or lost with it)
 
     async def _summarize(self, owner: str, conv_id: str) -> None:
         try:
@@ -439,11 +477,15 @@ class ChatService:
 
     # -- helpers ------------------------------------------------------------------------
 
-    async def _check_quota(self, owner: str) -> None:
-        if self.quota_per_hour is None:
-            return
+    async def _admit(self, owner: str) -> _Admission:
+        """Let a model call through the quota (fails closed), or raise QuotaExceeded."""
+        if self.quota_per_hour is not None:
+            await self._check_quota(owner, self.quota_per_hour)
+        return _Admission(owner, self._pending)
+
+    async def _check_quota(self, owner: str, quota: int) -> None:
         try:
-            used = await self.store.count_turn_requests(owner, since=self.clock() - 3600)
+            recorded = await self.store.count_turn_requests(owner, since=self.clock() - 3600)
         except Exception as exc:
             # Fail closed: on a public deployment an unknown count must not mean "unlimited".
             log.warning("quota check failed: %s", type(exc).__name__)
@@ -451,9 +493,9 @@ class ChatService:
                 "Mnemo cannot check your message quota right now, so it is not answering. "
                 "Try again in a minute."
             ) from exc
-        if used >= self.quota_per_hour:
+        if recorded + self._pending[owner] >= quota:
             raise QuotaExceeded(
-                f"You have sent {self.quota_per_hour} messages in the last hour, the limit on "
+                f"You have sent {quota} messages in the last hour, the limit on "
                 "this server. Try again later, or run Mnemo yourself for no limit."
             )
 

@@ -626,3 +626,42 @@ async def test_recalled_turns_reach_the_model_in_the_memory_note(tmp_path, fake)
         assert (await env.service.preview(OWNER, conv)).recalled == []
     finally:
         await close(env)
+
+
+async def test_quota_counts_turns_still_in_flight(tmp_path, fake):
+    env = await make_env(tmp_path, fake, quota=1)
+    try:
+        conv = await new_conv(env)
+        gate = threading.Event()
+        fake.reply("slow ", "reply", gate=gate)
+        first = env.service.send(OWNER, conv, "one")
+        assert await anext(first) == Delta("slow ")  # admitted, no metrics row yet
+        with pytest.raises(QuotaExceeded):
+            await turn(env.service, conv, "two, sent from another tab")
+        gate.set()
+        assert isinstance([e async for e in first][-1], Done)
+        await env.service.wait_background()
+        assert env.service._pending == {}
+    finally:
+        gate.set()
+        await close(env)
+
+
+async def test_failed_turns_release_their_quota_slot(tmp_path, fake):
+    env = await make_env(tmp_path, fake, quota=5)
+    try:
+        from memory import ConversationNotFound
+
+        with pytest.raises(ConversationNotFound):
+            await turn(env.service, "missing", TAIPEI)
+        conv = await new_conv(env)
+        fake.error(500)
+        with pytest.raises(ModelUnavailable):
+            await turn(env.service, conv, TAIPEI)
+        with pytest.raises(NothingToRetry):
+            _ = [e async for e in env.service.retry(OWNER, await new_conv(env))]
+        await env.service.wait_background()
+        assert env.service._pending == {}
+        assert len(metrics_rows(tmp_path)) == 1  # only the model call that happened
+    finally:
+        await close(env)
