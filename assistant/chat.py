@@ -267,12 +267,13 @@ class ChatService:
             persona, degraded = await self._persona_of(owner, conv_id)
             try:
                 await self.store.drop_last_reply(owner, conv_id)
-                last = await self.store.transcript(owner, conv_id, limit=1)
+                # A summary written since the last message has a newer id: skip past it.
+                recent = await self.store.transcript(owner, conv_id, limit=5)
             except StorageUnavailable as exc:
                 raise StorageError(_STORAGE_DOWN.format(action="retry")) from exc
-            if not last or last[-1].role != "user":
+            question = next((t for t in reversed(recent) if not t.is_summary), None)
+            if question is None or question.role != "user":
                 raise NothingToRetry("There is no message to answer again yet: send one first.")
-            question = last[-1]
             context = await self.store.context(owner, conv_id, query=question.content)
             messages = context.messages()
             if context.turns and context.turns[-1].id == question.id:

@@ -665,3 +665,24 @@ async def test_failed_turns_release_their_quota_slot(tmp_path, fake):
         assert len(metrics_rows(tmp_path)) == 1  # only the model call that happened
     finally:
         await close(env)
+
+
+async def test_retry_right_after_a_summarization(tmp_path, fake):
+    env = await make_env(
+        tmp_path,
+        fake,
+        policy=MemoryPolicy(keep_recent=2, summarize_at=4),
+        summarizer=ExtractiveSummarizer(),
+    )
+    try:
+        conv = await new_conv(env)
+        await turn(env.service, conv, TAIPEI)
+        await turn(env.service, conv, KAOHSIUNG)
+        await env.service.wait_background()
+        assert (await env.store.transcript(OWNER, conv))[-1].is_summary  # newest row
+        fake.reply("Again: sunny.")
+        done = done_of([e async for e in env.service.retry(OWNER, conv)])
+        assert done.reply == "Again: sunny."
+        assert fake.last.turns == [("user", KAOHSIUNG)]
+    finally:
+        await close(env)
