@@ -34,6 +34,7 @@ DEFAULT_MODEL = "gemini-2.5-flash"
 # limit; text in scripts with fewer characters per token ends far below it. Replies are also
 # clipped by characters, so this only keeps the model from writing what we would throw away.
 DEFAULT_MAX_OUTPUT_TOKENS = 2_500
+THINKING_HEADROOM = 8_192
 TIMEOUT_MS = 120_000
 KEY_HELP = "Set GEMINI_API_KEY (or GOOGLE_API_KEY); get a key at https://aistudio.google.com/apikey"
 
@@ -110,11 +111,14 @@ class GeminiModel:
     def _config(
         self, system: str | None, temperature: float | None, max_output_tokens: int
     ) -> types.GenerateContentConfig:
+        # Thinking tokens count against max_output_tokens and delay the first token. A chat
+        # reply does not need them, but only 2.5 Flash models accept a budget of 0; other models
+        # think as they like and get headroom so the visible reply is not starved.
         thinking = None
         if self.model_id.removeprefix("models/").startswith("gemini-2.5-flash"):
-            # Thinking tokens count against max_output_tokens and delay the first token; a chat
-            # reply does not need them. Only 2.5 Flash models accept a budget of 0.
             thinking = types.ThinkingConfig(thinking_budget=0)
+        else:
+            max_output_tokens += THINKING_HEADROOM
         return types.GenerateContentConfig(
             system_instruction=system or None,
             temperature=temperature,

@@ -72,6 +72,7 @@ async def test_thinking_budget_only_for_flash_models(fake):
     await collect(pro.stream("", HISTORY[:1], Settings()))
     await pro.aclose()
     assert "thinkingConfig" not in fake.last.generation_config
+    assert fake.last.generation_config["maxOutputTokens"] == 2500 + 8192  # room to think
     assert "systemInstruction" not in fake.last.body  # empty system prompt: not sent
     assert "temperature" not in fake.last.generation_config
 
