@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from pathlib import Path
@@ -173,6 +174,19 @@ async def render_chat(
         title=gr.update(value=title, interactive=conversation is not None),
         retention=gr.update(value=retention, interactive=conversation is not None),
     )
+
+
+async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, draft: str) -> Any:
+    """While typing: the inspector, including older turns this message would recall."""
+    if not conversation_id:
+        return gr.skip()
+    try:
+        svc = await rt.service()
+        preview = await svc.preview(owner, conversation_id, draft=(draft or "").strip() or None)
+    except Exception:  # a preview is a nicety; never interrupt typing with an error
+        log.warning("inspector preview failed", exc_info=True)
+        return gr.skip()
+    return views.preview_markdown(preview)
 
 
 async def open_latest(rt: Runtime, owner: str) -> ChatView:
@@ -582,7 +596,8 @@ THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="blue", neutral_hue="
 def build_demo(rt: Runtime | None = None) -> gr.Blocks:
     """The Mnemo app. Creates components and wires events; nothing else."""
     rt = rt or Runtime()
-    on_space = bool(os.environ.get("SPACE_ID"))
+    # Sign-in exists only on a Space whose README asks for it (hf_oauth: true sets these).
+    with_login = bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
 
     # No progress overlays: replies stream visibly, other events are quick, and with
     # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
@@ -599,7 +614,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
 
         with gr.Sidebar(elem_id="sidebar", width=300):
             gr.Markdown("## 🧠 Mnemo\nA chat assistant that remembers.", elem_id="brand")
-            if on_space:
+            if with_login:
                 gr.LoginButton(elem_id="login")
             new_btn = gr.Button("➕ New chat", variant="primary", elem_id="new-chat")
             conversations = gr.Radio(
@@ -815,6 +830,13 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             finish, [owner, conversation_id, turn_done], chat_view, **quiet
         )
         chat_input.stop(None, None, None, cancels=[reply, retried])
+        chat_input.input(
+            partial(preview_draft, rt),
+            [owner, conversation_id, chat_input],
+            [inspector],
+            trigger_mode="always_last",
+            **quiet,
+        )
         chat.undo(
             partial(undo_last, rt), [owner, conversation_id], [*chat_view, chat_input], **quiet
         )
@@ -851,23 +873,43 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
     return demo
 
 
-def main() -> None:
+def main() -> int:
+    """`python app.py`: serve until interrupted. Returns an exit status."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    rt = Runtime(app_data_dir())
+    for noisy in ("httpx", "httpx2", "google_genai"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        rt = Runtime(app_data_dir())
+        host, port = server_host(), config.port()
+    except AssistantError as exc:  # e.g. MNEMO_MODEL=gemini without a key
+        print(f"Mnemo cannot start: {exc.message}", file=sys.stderr)
+        return 2
     demo = build_demo(rt)
-    host, port = server_host(), config.port()
+    try:
+        demo.queue(default_concurrency_limit=8).launch(
+            server_name=host,
+            server_port=port,
+            theme=THEME,
+            css=CSS,
+            footer_links=[],
+            show_error=False,
+            quiet=True,
+            prevent_thread_lock=True,
+        )
+    except OSError as exc:
+        log.debug("launch failed", exc_info=exc)
+        print(
+            f"Mnemo cannot listen on {host}:{port}: the port is busy or not allowed. "
+            f"Set MNEMO_PORT to a free port, e.g. MNEMO_PORT={port + 1} python app.py",
+            file=sys.stderr,
+        )
+        return 1
     shown = "127.0.0.1" if host == "0.0.0.0" else host
     print(f"Mnemo is running on http://{shown}:{port}", flush=True)
     print(f"  model: {rt.model_name} · data: {rt.data_dir.resolve()}", flush=True)
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name=host,
-        server_port=port,
-        theme=THEME,
-        css=CSS,
-        footer_links=[],
-        show_error=False,
-    )
+    demo.block_thread()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -217,7 +217,7 @@ async def test_a_model_error_is_shown_and_the_message_kept(rt, fake):
     fake.error(429, "Resource has been exhausted")
     with pytest.warns(UserWarning) as toast:  # gr.Warning outside a running app
         final = (await send(rt, OWNER, None, "Hello?"))[-1]
-    message = str(toast[0].message)
+    message = next(str(w.message) for w in toast if w.category is UserWarning)
     assert "429" in message and "retry" in message.lower()
     role, shown = texts(final.chat)[-1]
     assert role == "assistant" and shown.startswith("⚠️ **Not answered.**") and message in shown

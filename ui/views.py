@@ -154,6 +154,15 @@ def preview_markdown(preview: Any | None) -> str:
         lines.append(_fence(preview.system_prompt or ""))
         lines.append("#### Memory summary")
         lines.append(_fence(preview.summary) if preview.summary else "_None yet._")
+    recalled = list(getattr(preview, "recalled", None) or [])
+    if recalled:
+        lines.append(
+            f"_{len(recalled)} older message{'s' if len(recalled) != 1 else ''} recalled for "
+            "this draft — in the memory note above._"
+        )
+    waiting = getattr(preview, "not_shown", 0) or 0
+    if waiting:
+        lines.append(f"_{waiting} older messages wait to be summarized; they are not sent._")
     lines.append(f"#### Recent turns ({len(turns)})")
     if not turns:
         lines.append("_None: the model starts fresh._")

@@ -1,0 +1,197 @@
+"""The app's plain helpers: sessions, settings for Spaces, and what the views compute."""
+
+from __future__ import annotations
+
+import os
+import stat
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+import app
+from assistant.gemini import GeminiModel
+from memory import ResetResult, Turn
+from ui import runtime, sessions, views
+
+NOW = 1_800_000_000.0
+
+
+# ---- sessions ------------------------------------------------------------------------------
+
+
+def test_browser_secret_is_made_once_and_kept(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNEMO_SECRET", raising=False)
+    first = sessions.browser_secret(tmp_path)
+    assert len(first) >= 32
+    assert sessions.browser_secret(tmp_path) == first
+    mode = stat.S_IMODE(os.stat(tmp_path / sessions.SECRET_FILE).st_mode)
+    assert mode == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".secret-")]
+
+
+def test_browser_secret_lookup_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNEMO_SECRET", "from-env")
+    assert sessions.browser_secret(tmp_path, "from-arg") == "from-arg"
+    assert sessions.browser_secret(tmp_path) == "from-env"
+    assert not (tmp_path / sessions.SECRET_FILE).exists()
+
+
+@pytest.mark.parametrize(
+    "value,ok",
+    [
+        ("b-" + "a" * 24, True),
+        ("b-short", False),
+        ("hf:someone", False),
+        ("../../etc", False),
+        (None, False),
+        (42, False),
+    ],
+)
+def test_only_well_formed_browser_ids_are_kept(value, ok):
+    assert sessions.is_browser_id(value) is ok
+
+
+# ---- settings on a Space -------------------------------------------------------------------
+
+
+def test_data_dir_on_a_space_with_persistent_storage(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNEMO_DATA_DIR", raising=False)
+    monkeypatch.setattr(runtime, "SPACE_DATA_DIR", tmp_path)
+    monkeypatch.setenv("SPACE_ID", "someone/mnemo")
+    assert runtime.app_data_dir() == tmp_path
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert runtime.app_data_dir() == tmp_path / "elsewhere"
+    assert runtime.app_data_dir(tmp_path / "arg") == tmp_path / "arg"
+
+
+def test_data_dir_on_a_space_without_storage(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNEMO_DATA_DIR", raising=False)
+    monkeypatch.setattr(runtime, "SPACE_DATA_DIR", tmp_path / "missing")
+    monkeypatch.setenv("SPACE_ID", "someone/mnemo")
+    assert str(runtime.app_data_dir()) == "data"
+
+
+def test_host_is_public_only_on_a_space(monkeypatch):
+    monkeypatch.delenv("MNEMO_HOST", raising=False)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert runtime.server_host() == "127.0.0.1"
+    monkeypatch.setenv("SPACE_ID", "someone/mnemo")
+    assert runtime.server_host() == "0.0.0.0"
+    monkeypatch.setenv("MNEMO_HOST", "127.0.0.2")
+    assert runtime.server_host() == "127.0.0.2"
+
+
+@pytest.mark.parametrize("space", [False, True])
+def test_build_demo_builds_locally_and_on_a_space(tmp_path, monkeypatch, space):
+    if space:
+        monkeypatch.setenv("SPACE_ID", "someone/mnemo")
+    else:
+        monkeypatch.delenv("SPACE_ID", raising=False)
+    rt = runtime.Runtime(tmp_path, model=GeminiModel("k", base_url="http://127.0.0.1:9"))
+    demo = app.build_demo(rt)
+    ids = {getattr(block, "elem_id", None) for block in demo.blocks.values()}
+    assert {"sidebar", "new-chat", "conversations", "chat", "chat-input", "memory-badge"} <= ids
+    assert {"reset-btn", "inspector", "persona-yaml", "persona-preview", "save-btn"} <= ids
+    assert "login" not in ids  # sign-in needs the Space's OAuth variables too
+    assert isinstance(demo, gr.Blocks)
+
+
+# ---- views ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "age,expected",
+    [
+        (5, "just now"),
+        (120, "2 min ago"),
+        (45 * 60, "45 min ago"),
+        (3 * 3600, "3 h ago"),
+        (30 * 3600, "yesterday"),
+        (4 * 86400, "4 days ago"),
+    ],
+)
+def test_relative_time(age, expected):
+    assert views.relative_time(NOW - age, NOW) == expected
+
+
+def test_relative_time_falls_back_to_a_date():
+    assert views.relative_time(NOW - 30 * 86400, NOW).endswith(", 2026")
+
+
+@pytest.mark.parametrize(
+    "content,text",
+    [
+        ("plain", "plain"),
+        ([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "ab"),
+        ({"text": "dict"}, "dict"),
+        (None, ""),
+        ({"path": "/tmp/x.png", "orig_name": "x.png"}, "[file: x.png]"),
+    ],
+)
+def test_message_text(content, text):
+    assert views.message_text(content) == text
+
+
+def _turn(i, role, content, **kw):
+    return Turn(id=i, conversation_id="c", role=role, content=content, created_at=NOW, **kw)
+
+
+def test_chat_messages_greeting_first_summaries_hidden_stops_marked():
+    turns = [
+        _turn(1, "user", "hi"),
+        _turn(2, "assistant", "half a rep", incomplete=True),
+        _turn(3, "summary", "they said hi", is_summary=True),
+        _turn(4, "user", "again"),
+    ]
+    messages = views.chat_messages(turns, greeting="Hello!")
+    assert [m["role"] for m in messages] == ["assistant", "user", "assistant", "user"]
+    assert messages[0]["content"] == "Hello!"
+    assert messages[2]["content"].endswith(views.STOPPED_NOTE)
+    assert all("they said hi" not in m["content"] for m in messages)
+
+
+def test_conversation_label_truncates_and_adds_time():
+    conversation = SimpleNamespace(
+        title="A rather long title that goes on and on",
+        created_at=NOW - 600,
+        last_active_at=NOW - 120,
+    )
+    label = views.conversation_label(conversation, "💰", NOW)
+    first, second = label.split("\n")
+    assert first.startswith("💰 A rather long") and first.endswith("…")
+    assert len(first) <= views.TITLE_CHARS + 2
+    assert second == "2 min ago"
+
+
+def test_preview_fences_survive_backticks_in_messages():
+    preview = SimpleNamespace(
+        system_prompt="p",
+        system_instruction="You are X.",
+        summary=None,
+        turns=[{"role": "user", "content": "```python\nprint(1)\n```"}],
+        chars=30,
+        budget=12_000,
+        recalled=[],
+        not_shown=0,
+    )
+    text = views.preview_markdown(preview)
+    assert "````text\n```python\nprint(1)\n```\n````" in text
+    assert "of **12k** characters" in text
+
+
+@pytest.mark.parametrize(
+    "result,expected",
+    [
+        (ResetResult(0, 0, 0), "Nothing to forget"),
+        (ResetResult(1, 0, 12), "forgot 1 message (12 characters)"),
+        (ResetResult(14, 2, 3100), "forgot 14 messages and 2 summaries (3,100 characters)"),
+    ],
+)
+def test_reset_note(result, expected):
+    assert expected in views.reset_note(result)
+
+
+def test_model_note_says_plainly_when_the_model_is_tiny():
+    assert "tiny" in views.model_note("SmolLM2-135M", offline=True)
+    assert "tiny" not in views.model_note("Gemini 2.5 Flash", offline=False)
