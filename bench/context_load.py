@@ -15,8 +15,10 @@ from bench.baselines import LangChainHistory, ReferenceDesign, langchain_availab
 from bench.config import BenchConfig
 from bench.datagen import DISTRACTOR_NAMES, WORDS, Corpus, message_pool
 from bench.harness import Samples, Table, interleave, ms, ratio, write_result
+from bench.strategies import recall_supported
 
 NAME = "context_load"
+MNEMO_RECALL = "Mnemo, context(query=next message) (recall)"
 
 
 def session_id(conv: int) -> str:
@@ -113,10 +115,19 @@ async def run(config: BenchConfig) -> None:
 
         mnemo_load = ("Mnemo", lambda i: store.context(owners[i], ids[i]))
         gc.collect()
+        fast_contenders = dict(
+            [mnemo_load, (reference.name, lambda i: reference.load(session_id(i)))]
+        )
+        if recall_supported(store):
+            # What the app really asks for: the context recalled for the next user message.
+            fast_contenders[MNEMO_RECALL] = lambda i: store.context(
+                owners[i], ids[i], query=pool[(i * 7 + 3) % len(pool)]
+            )
         fast = await interleave(
-            dict([mnemo_load, (reference.name, lambda i: reference.load(session_id(i)))]),
+            fast_contenders,
             lambda i: picks[i % len(picks)],
             rounds,
+            every={MNEMO_RECALL: config.pick(5, 2, 1)},  # a full-text query: slower, fewer
             seed=config.seed,
         )
         # LangChain scans the whole table on every call; timed in its own interleaved block

@@ -126,7 +126,10 @@ async def run(config: BenchConfig) -> None:
         "(as published its LIMIT 20 load drops the summary row, which sorts before the rows it "
         "kept; here it gets the summary anyway); drop-oldest keeps 10 rounds, 500 characters "
         "per message, 6,000 in all. Key words are matched case-insensitively in the summary, "
-        "recalled and recent messages (the question itself is not counted)."
+        "recalled and recent messages (the question itself is not counted). The questions "
+        'reuse the fact\'s own words ("What was the name of my dentist again?" for "my '
+        'dentist is called ..."), which suits keyword recall; a paraphrase sharing no word '
+        "with the fact would not be recalled."
     )
     write_result(NAME, "Memory quality", [table, kinds, *notes], out_dir=config.out_dir,
                  quick=config.quick)  # fmt: skip

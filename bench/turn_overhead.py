@@ -14,8 +14,12 @@ import time
 from bench.config import BenchConfig
 from bench.datagen import filler_message
 from bench.harness import Samples, Table, ms, ratio, write_result
+from bench.strategies import recall_supported
 
 NAME = "turn_overhead"
+SEND = "ChatService.send() to Done"
+BARE_RECALL = "store only: context(query=message) + 2 appends"
+BARE_PLAIN = "store only: context() + 2 appends"
 
 
 async def run(config: BenchConfig) -> None:
@@ -34,54 +38,54 @@ async def run(config: BenchConfig) -> None:
     store = await ConversationStore.open(work / "data")
     service = ChatService(store, PersonaRegistry(data_dir=work / "data"), InstantModel())
     model = InstantModel()
-    service_convs = [(await store.create_conversation(owner)).id for _ in range(n_conv)]
-    bare_convs = [(await store.create_conversation(owner)).id for _ in range(n_conv)]
-    samples = {
-        "ChatService.send() to Done": Samples("send"),
-        "bare store turn (context + 2 appends)": Samples("bare"),
-    }
+    can_recall = recall_supported(store)
+    kinds = [SEND, BARE_RECALL, BARE_PLAIN] if can_recall else [SEND, BARE_PLAIN]
+    convs = {k: [(await store.create_conversation(owner)).id for _ in range(n_conv)] for k in kinds}
+    samples = {k: Samples(k) for k in kinds}
     background = Samples("background")
     replies = 0
+
+    async def bare_turn(conv_id: str, text: str, query: str | None) -> None:
+        if query is None:
+            await store.context(owner, conv_id)
+        else:
+            await store.context(owner, conv_id, query=query)
+        await store.append(owner, conv_id, "user", text)
+        await store.append(owner, conv_id, "assistant", model.reply)
+
     try:
         for _ in range(turns):
             for c in range(n_conv):
                 text = filler_message(rng, "user")
-                order = [0, 1]
+                order = list(kinds)
                 rng.shuffle(order)
-                for which in order:
-                    if which == 0:
-                        start = time.perf_counter()
-                        async for event in service.send(owner, service_convs[c], text):
+                for kind in order:
+                    conv_id = convs[kind][c]
+                    start = time.perf_counter()
+                    if kind == SEND:
+                        async for event in service.send(owner, conv_id, text):
                             if isinstance(event, Done):
                                 replies += event.status == "ok"
-                        samples["ChatService.send() to Done"].seconds.append(
-                            time.perf_counter() - start
-                        )
+                        samples[kind].seconds.append(time.perf_counter() - start)
                         # Background work (metrics, summarization) finishes before the next
                         # timed call, so one turn's tail does not land on the other's time.
                         start = time.perf_counter()
                         await service.wait_background()
                         background.seconds.append(time.perf_counter() - start)
                     else:
-                        start = time.perf_counter()
-                        await store.context(owner, bare_convs[c])
-                        await store.append(owner, bare_convs[c], "user", text)
-                        await store.append(owner, bare_convs[c], "assistant", model.reply)
-                        samples["bare store turn (context + 2 appends)"].seconds.append(
-                            time.perf_counter() - start
-                        )
-                        await store.summarize_if_needed(owner, bare_convs[c])
-        status = await store.status(owner, service_convs[0])
+                        await bare_turn(conv_id, text, text if kind == BARE_RECALL else None)
+                        samples[kind].seconds.append(time.perf_counter() - start)
+                        await store.summarize_if_needed(owner, conv_id)
+        status = await store.status(owner, convs[SEND][0])
     finally:
         await service.aclose()
         await store.close()
 
-    send = samples["ChatService.send() to Done"]
-    bare = samples["bare store turn (context + 2 appends)"]
+    send, bare = samples[SEND], samples[kinds[1]]
     table = Table(
         f"One chat turn with an instant fake model ({n_conv} conversations × {turns} turns, "
         "interleaved with the bare store operations)",
-        ["what", "turns", "p50 ms", "p99 ms", "max ms", "vs bare store turn (p50)"],
+        ["what", "turns", "p50 ms", "p99 ms", "max ms", "p50 / row 2's"],
     )
     for name, s in samples.items():
         table.add(name, s.count, ms(s.p50), ms(s.p99), ms(max(s.seconds)), ratio(s.p50, bare.p50))
