@@ -675,7 +675,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                 input_notice = gr.Markdown(visible=False, elem_id="input-notice")
                 chat_input = gr.Textbox(
                     show_label=False,
-                    placeholder="Message Mnemo — Enter to send, Shift+Enter for a new line",
+                    placeholder="Type a message — Enter to send, Shift+Enter for a new line",
                     lines=1,
                     max_lines=8,
                     submit_btn=True,
