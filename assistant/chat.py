@@ -216,13 +216,15 @@ class ChatService:
         quota_per_hour: int | str | None = None,
     ) -> ChatService:
         """A service over the store and personas in the data dir, with the configured model
-        (see assistant.config). `aclose()` closes the store it opened."""
+        (see assistant.config); never fails on storage. `aclose()` closes the store it opened."""
         from . import config
         from .summarizer import summarizer_for
 
         model = model or config.select_model()
         directory = config.data_dir(data_dir)
-        store = await ConversationStore.open(directory, summarizer=summarizer_for(model))
+        # Fail open from the start: a database that cannot be opened (corrupt, unreadable)
+        # leaves the app answering without memory, and the store retries the open later.
+        store = await FailOpenStore.open(directory, summarizer=summarizer_for(model))
         service = cls(
             store,
             PersonaRegistry(data_dir=directory),

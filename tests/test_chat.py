@@ -563,6 +563,22 @@ async def test_open_builds_everything_from_settings(tmp_path, fake, monkeypatch)
         await service.aclose()
 
 
+async def test_open_with_a_corrupt_database_still_answers(tmp_path, fake, monkeypatch):
+    (tmp_path / "mnemo.db").write_bytes(b"garbage " * 1000)
+    monkeypatch.setenv("MNEMO_MODEL", "gemini")
+    monkeypatch.setenv("GEMINI_API_KEY", "from-env")
+    monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
+    service = await ChatService.open(str(tmp_path))
+    try:
+        conv = (await service.store.create_conversation(OWNER)).id
+        done = done_of(await turn(service, conv, TAIPEI))
+        assert done.degraded and not done.saved and done.reply
+        assert (await service.status(OWNER, conv)).degraded
+        assert (tmp_path / "mnemo.db").read_bytes() == b"garbage " * 1000  # nothing overwritten
+    finally:
+        await service.aclose()
+
+
 async def test_storage_failing_mid_conversation_answers_without_history(env, fake):
     conv = await new_conv(env)
     await turn(env.service, conv, TAIPEI)
