@@ -601,7 +601,8 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
 
     # No progress overlays: replies stream visibly, other events are quick, and with
     # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
-    quiet = {"show_progress": "hidden"}
+    # The events are the UI's own, not an API: keep them out of the API and its docs.
+    quiet = {"show_progress": "hidden", "api_visibility": "private"}
 
     with gr.Blocks(title="Mnemo — a chat assistant that remembers") as demo:
         browser_id = gr.BrowserState(
@@ -829,7 +830,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         retried.then(input_ready, None, chat_input, queue=False, **quiet).then(
             finish, [owner, conversation_id, turn_done], chat_view, **quiet
         )
-        chat_input.stop(None, None, None, cancels=[reply, retried])
+        chat_input.stop(None, None, None, cancels=[reply, retried], api_visibility="private")
         chat_input.input(
             partial(preview_draft, rt),
             [owner, conversation_id, chat_input],
