@@ -350,6 +350,23 @@ def test_persona_saved_in_yaml_applies_to_the_next_message(context, server, fake
     assert "Always answer like a pirate." in fake.of("streamGenerateContent")[-1].system_text
 
 
+def test_retry_and_undo(context, server, fake):
+    page = open_app(context, server)
+    send(page, "First question", remembered=2)
+    fake.reply("A first answer.")
+    send(page, "Second question", remembered=4)
+    fake.reply("A better answer.")
+    page.locator("#chat button[aria-label=Retry]").last.click()
+    expect(bot_messages(page).last).to_contain_text("A better answer.")
+    expect(badge(page)).to_contain_text("Remembering 4 messages")
+    assert fake.of("streamGenerateContent")[-1].turns[-1] == ("user", "Second question")
+
+    page.locator("#chat button[aria-label=Undo]").last.click()
+    expect(badge(page)).to_contain_text("Remembering 2 messages")
+    expect(page.locator("#chat-input textarea")).to_have_value("Second question")
+    expect(user_messages(page)).to_have_count(1)
+
+
 def test_form_and_yaml_follow_each_other(context, server):
     page = open_app(context, server)
     open_persona_tab(page)
