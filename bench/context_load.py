@@ -127,7 +127,7 @@ async def run(config: BenchConfig) -> None:
             fast_contenders,
             lambda i: picks[i % len(picks)],
             rounds,
-            every={MNEMO_RECALL: config.pick(5, 2, 1)},  # a full-text query: slower, fewer
+            every={MNEMO_RECALL: config.pick(20, 2, 1)},  # a full-text query: slower, fewer
             seed=config.seed,
         )
         # LangChain scans the whole table on every call; timed in its own interleaved block

@@ -103,7 +103,9 @@ async def run(config: BenchConfig) -> None:
         "'to Done' is what the person waits for beyond the model: reset check, quota (off), "
         "persona lookup and system prompt, context with recall, saving the user's message, "
         "streaming, saving the reply. The background row is the metrics write and, every "
-        "~80 messages, a summarization (extractive), which run after Done.",
+        "~80 messages, a summarization (extractive), which run after Done. The database here "
+        "is small (this benchmark's conversations only); recall's cost grows with the whole "
+        "full-text index, see context_load.md for context(query=...) at 1M messages.",
     ]
     write_result(NAME, "Per-turn overhead", [table, *notes], out_dir=config.out_dir,
                  quick=config.quick)  # fmt: skip
