@@ -131,23 +131,36 @@ def _persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], di
 
 
 async def render_chat(
-    rt: Runtime, owner: str, conversation_id: str | None, persona_id: str | None = None
+    rt: Runtime,
+    owner: str,
+    conversation_id: str | None,
+    persona_id: str | None = None,
+    shown: list[dict[str, Any]] | None = None,
 ) -> ChatView:
-    """The chat pane for a conversation, or for a new chat with the given persona."""
+    """The chat pane for a conversation, or for a new chat with the given persona.
+
+    When storage is down the conversation cannot be read back: the chat keeps what is on
+    screen (`shown`) and the badge says memory is unavailable.
+    """
     svc = await rt.service()
     store = await rt.store()
     conversations = await store.list_conversations(owner)
     persona_choices, avatars = _persona_choices(rt, owner)
     conversation = None
+    unreadable = False
     if conversation_id:
         try:
             conversation = await store.get_conversation(owner, conversation_id)
         except ConversationNotFound:
             gr.Warning("That conversation no longer exists; showing a new chat instead.")
             conversation_id = None
+        except StorageUnavailable:
+            unreadable = True
     if conversation is not None:
         persona = _persona_or_default(rt, owner, conversation.persona_id)
-        turns = await store.transcript(owner, conversation.id)
+        chat = views.chat_messages(
+            await store.transcript(owner, conversation.id), render_greeting(persona)
+        )
         status = await svc.status(owner, conversation.id)
         preview = await svc.preview(owner, conversation.id)
         badge = badge_text(status, rt.model_name)
@@ -155,19 +168,22 @@ async def render_chat(
         retention = conversation.retention_minutes or 0
     else:
         persona = _persona_or_default(rt, owner, persona_id)
-        turns = []
+        chat = views.chat_messages([], render_greeting(persona))
         badge = views.draft_badge(rt.model_name)
         preview = SimpleNamespace(
             system_prompt=build_system_prompt(persona), summary=None, turns=[], chars=0, budget=0
         )
         title = ""
         retention = 0
+        if unreadable:
+            chat = _plain_chat(shown) or chat
+            badge = badge_text(await svc.status(owner, conversation_id or ""), rt.model_name)
+    listed = views.conversation_choices(conversations, avatars)
+    selected = conversation_id if any(cid == conversation_id for _, cid in listed) else None
     return ChatView(
         conversation_id=conversation_id,
-        conversations=gr.update(
-            choices=views.conversation_choices(conversations, avatars), value=conversation_id
-        ),
-        chat=views.chat_messages(turns, render_greeting(persona)),
+        conversations=gr.update(choices=listed, value=selected),
+        chat=chat,
         persona=gr.update(choices=persona_choices, value=persona.id),
         badge=badge,
         inspector=views.preview_markdown(preview),
@@ -362,7 +378,7 @@ async def _stream(
             with contextlib.suppress(Exception):
                 await events.aclose()  # type: ignore[attr-defined]
     with user_errors(action):
-        view = await render_chat(rt, owner, conversation_id)
+        view = await render_chat(rt, owner, conversation_id, shown=chat)
     extra = None
     if cleared is not None:
         extra = views.reset_note(cleared)

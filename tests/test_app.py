@@ -404,3 +404,20 @@ def test_form_edit_keeps_every_other_field_of_a_builtin(path):
     assert after.avatar == "🦉"
     assert after.model_dump(exclude={"avatar"}) == before.model_dump(exclude={"avatar"})
     assert new_text.startswith("#") == text.startswith("#")  # leading comments kept
+
+
+async def test_broken_database_still_answers_and_says_memory_is_off(tmp_path, fake):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "mnemo.db").write_bytes(b"this is not a database" * 100)
+    rt = Runtime(data, model=GeminiModel("test-key", base_url=fake.url))
+    try:
+        opened = await app.open_latest(rt, OWNER)
+        assert opened.conversation_id is None and opened.conversations["choices"] == []
+        fake.reply("Still here.")
+        final = (await send(rt, OWNER, None, "Hello?", opened.chat))[-1]
+        assert final.badge.startswith("⚠️ Memory unavailable — answering without history")
+        assert texts(final.chat)[-2:] == [("user", "Hello?"), ("assistant", "Still here.")]
+        assert fake.last.turns == [("user", "Hello?")]
+    finally:
+        await rt.close()

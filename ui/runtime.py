@@ -16,7 +16,7 @@ from assistant import config
 from assistant.chat import ChatService
 from assistant.models import ChatModel
 from assistant.summarizer import summarizer_for
-from memory import ConversationStore
+from memory import FailOpenStore
 from personas import PersonaRegistry
 
 SPACE_DATA_DIR = Path("/data")
@@ -59,7 +59,7 @@ class Runtime:
         self.quota_per_hour = (
             quota_per_hour if quota_per_hour is not None else config.quota_per_hour()
         )
-        self._store: ConversationStore | None = None
+        self._store: FailOpenStore | None = None
         self._service: ChatService | None = None
         self._opening = asyncio.Lock()
         self._turn_locks: dict[str, asyncio.Lock] = {}
@@ -73,7 +73,9 @@ class Runtime:
         if self._service is None:
             async with self._opening:
                 if self._service is None:
-                    self._store = await ConversationStore.open(
+                    # Fail open from the start: an unreadable database leaves the app
+                    # answering without memory (the badge says so) and is retried later.
+                    self._store = await FailOpenStore.open(
                         self.data_dir, summarizer=summarizer_for(self.model)
                     )
                     self._service = ChatService(
@@ -84,7 +86,7 @@ class Runtime:
                     )
         return self._service
 
-    async def store(self) -> ConversationStore:
+    async def store(self) -> FailOpenStore:
         await self.service()
         assert self._store is not None
         return self._store
