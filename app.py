@@ -324,9 +324,22 @@ def accept_message(text: str, chat: list[dict[str, Any]] | None) -> tuple[Any, A
     return box, chat, text, gr.update(visible=False), False
 
 
-def input_ready() -> Any:
-    """Give the input box its send button back after a reply (or a stop)."""
-    return gr.update(submit_btn=True, stop_btn=False, interactive=True)
+# While a reply streams, the controls that would switch or change the conversation wait
+# (Stop first); otherwise the stream's updates would land in whatever is shown instead.
+LOCKED_WHILE_ANSWERING = 6
+
+
+def lock_controls(done: bool) -> tuple[Any, ...]:
+    """Disable sidebar and chat-header controls while a reply streams (unless nothing was
+    sent)."""
+    update = gr.skip() if done else gr.update(interactive=False)
+    return tuple(update for _ in range(LOCKED_WHILE_ANSWERING))
+
+
+def input_ready() -> tuple[Any, ...]:
+    """After a reply (or a stop): the send button is back and the controls work again."""
+    box = gr.update(submit_btn=True, stop_btn=False, interactive=True)
+    return (box, *(gr.update(interactive=True) for _ in range(LOCKED_WHILE_ANSWERING)))
 
 
 def _unchanged() -> tuple[Any, ...]:
@@ -824,27 +837,30 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         )
         turn = [*chat_view, turn_done]
         finish = partial(finish_turn, rt)
+        locked = [new_btn, conversations, chat_persona, reset_btn, rename_btn, delete_btn]
         sent = chat_input.submit(
             accept_message,
             [chat_input, chat],
             [chat_input, chat, pending, input_notice, turn_done],
             queue=False,
             **quiet,
-        )
+        ).then(lock_controls, [turn_done], locked, queue=False, **quiet)
         reply = sent.then(
             partial(stream_reply, rt),
             [owner, conversation_id, pending, chat_persona, chat],
             turn,
             **quiet,
         )
-        reply.then(input_ready, None, chat_input, queue=False, **quiet).then(
-            finish, [owner, conversation_id, turn_done], chat_view, **quiet
+        reply.then(finish, [owner, conversation_id, turn_done], chat_view, **quiet).then(
+            input_ready, None, [chat_input, *locked], queue=False, **quiet
         )
-        retried = chat.retry(
-            begin_retry, [chat], [chat, chat_input, turn_done], queue=False, **quiet
-        ).then(partial(stream_retry, rt), [owner, conversation_id, chat], turn, **quiet)
-        retried.then(input_ready, None, chat_input, queue=False, **quiet).then(
-            finish, [owner, conversation_id, turn_done], chat_view, **quiet
+        retried = (
+            chat.retry(begin_retry, [chat], [chat, chat_input, turn_done], queue=False, **quiet)
+            .then(lock_controls, [turn_done], locked, queue=False, **quiet)
+            .then(partial(stream_retry, rt), [owner, conversation_id, chat], turn, **quiet)
+        )
+        retried.then(finish, [owner, conversation_id, turn_done], chat_view, **quiet).then(
+            input_ready, None, [chat_input, *locked], queue=False, **quiet
         )
         chat_input.stop(None, None, None, cancels=[reply, retried], api_visibility="private")
         chat_input.input(

@@ -91,6 +91,17 @@ def test_too_long_input_stays_in_the_box_with_the_limit():
     assert "10,001" in notice["value"] and "10,000" in notice["value"]
 
 
+def test_controls_lock_while_answering_and_unlock_after():
+    locked = app.lock_controls(False)
+    assert len(locked) == app.LOCKED_WHILE_ANSWERING
+    assert all(u["interactive"] is False for u in locked)
+    assert all(isinstance(u, SKIP) for u in app.lock_controls(True))
+    box, *controls = app.input_ready()
+    assert box["submit_btn"] is True and box["stop_btn"] is False
+    assert len(controls) == app.LOCKED_WHILE_ANSWERING
+    assert all(u["interactive"] is True for u in controls)
+
+
 async def test_nothing_pending_streams_nothing(rt, fake):
     updates = [u async for u in app.stream_reply(rt, OWNER, None, "", None, [])]
     assert len(updates) == 1 and updates[0][-1] is True

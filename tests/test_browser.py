@@ -388,11 +388,13 @@ def test_stop_keeps_the_partial_reply(context, server, fake):
     box.fill("Count for me")
     box.press("Enter")
     expect(bot_messages(page).last).to_contain_text("word3")
+    expect(page.locator("#new-chat")).to_be_disabled()  # switching waits for Stop
     page.locator("#chat-input button.stop-button").click()
     expect(bot_messages(page).last).to_contain_text("Stopped — this reply is incomplete")
     expect(badge(page)).to_contain_text("Remembering 2 messages")
     assert "word59" not in bot_messages(page).last.inner_text()
     expect(page.locator("#chat-input button.submit-button")).to_be_visible()
+    expect(page.locator("#new-chat")).to_be_enabled()
 
 
 def test_broken_yaml_shows_line_and_column_and_keeps_the_persona(context, server, fake):
