@@ -189,8 +189,8 @@ async def run(config: BenchConfig) -> None:
         "Mnemo 'call' = `summarize_if_needed()`: read the turns, run the built-in extractive "
         "summarizer, commit. 'commit' = from the summarizer returning to the call returning: "
         "the transaction that re-checks nothing changed, inserts the summary and marks the "
-        "turns compacted, plus (all at once) waiting for the single writer and for the other "
-        "summarizers running on the same event loop. Reference design: the whole call is one "
+        "turns compacted, plus (all at once) waiting for the single writer and for the event "
+        f"loop, busy with the other {batch - 1}. Reference design: the whole call is one "
         "transaction on a new connection (count, select the oldest rows, join, truncate to "
         "10,000 chars, insert, delete), so call = commit.",
     ]
