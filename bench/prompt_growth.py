@@ -37,10 +37,8 @@ def plot(path, series: dict[str, list[tuple[int, int]]], budget: int) -> str | N
     for name, points in series.items():
         xs, ys = zip(*points, strict=True)
         ax.plot(xs, ys, label=name, linewidth=2 if name.startswith("Mnemo") else 1.4)
-    ax.axhline(budget, color="grey", linestyle=":", linewidth=1)
-    last_x = max(x for points in series.values() for x, _ in points)
-    ax.annotate(f"Mnemo budget {budget:,}", (last_x, budget), textcoords="offset points",
-                xytext=(0, -12), ha="right", fontsize=8, color="grey")  # fmt: skip
+    ax.axhline(budget, color="grey", linestyle=":", linewidth=1,
+               label=f"Mnemo's budget ({budget:,} characters)")  # fmt: skip
     ax.set_xlabel("message number in the conversation")
     ax.set_ylabel("characters of history + new message sent")
     ax.set_yscale("log")
