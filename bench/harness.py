@@ -83,7 +83,7 @@ async def interleave(
     rng = random.Random(seed)
     samples = {name: Samples(name) for name in contenders}
     names = list(contenders)
-    for name in names:  # open files, fill caches and JIT-free code paths once before timing
+    for name in names:  # warm up: open files and fill caches before anything is timed
         for i in range(warmup):
             await call_timed(contenders[name], inputs(-1 - i))
     for i in range(rounds):
