@@ -520,10 +520,6 @@ class EditorView(NamedTuple):
         return (self.picker, self.yaml_text, *self.form, self.versions, self.preview, self.status)
 
 
-def _composed(persona) -> str:
-    return build_system_prompt(persona)
-
-
 async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> tuple[Any, ...]:
     """The persona tab for one persona: YAML, form, versions, live preview."""
     with user_errors("open the persona"):
@@ -549,7 +545,7 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> tuple[
             versions=gr.update(
                 choices=[(v.label, v.version) for v in versions], value=current.version
             ),
-            preview=_composed(current.persona),
+            preview=build_system_prompt(current.persona),
             status=status,
         ).flat()
 
@@ -560,7 +556,7 @@ def yaml_edited(yaml_text: str) -> tuple[Any, ...]:
         persona = load_persona_text(yaml_text or "")
     except InvalidPersona as exc:
         return (*(gr.skip() for _ in FORM_FIELDS), gr.skip(), views.problems_markdown(exc.problems))
-    return (*form_values(persona), _composed(persona), "✏️ Valid, not saved yet.")
+    return (*form_values(persona), build_system_prompt(persona), "✏️ Valid, not saved yet.")
 
 
 def form_edited(yaml_text: str, *values: Any) -> tuple[Any, str, str]:
@@ -573,7 +569,7 @@ def form_edited(yaml_text: str, *values: Any) -> tuple[Any, str, str]:
             gr.skip(),
             views.problems_markdown(problems),
         )
-    return new_text, _composed(persona), "✏️ Valid, not saved yet."
+    return new_text, build_system_prompt(persona), "✏️ Valid, not saved yet."
 
 
 def validate_persona(yaml_text: str) -> str:
@@ -611,6 +607,12 @@ async def rollback_persona(
 
 async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> tuple[Any, ...]:
     with user_errors("revert the persona"):
+        if not rt.registry.is_builtin(persona_id):
+            raise gr.Error(
+                "This persona is your own, so it has no built-in version. "
+                "Pick an earlier version in the list and use that instead.",
+                title="Nothing to revert to",
+            )
         restored = rt.registry.revert_to_builtin(owner, persona_id)
         gr.Info(f"{restored.persona.display_name} is back to its built-in version.")
         return await show_editor(rt, owner, persona_id)

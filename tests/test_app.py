@@ -381,7 +381,8 @@ async def test_save_applies_from_the_next_message(rt, fake):
 
 async def test_broken_save_keeps_the_old_persona(rt, fake):
     before = rt.registry.get(OWNER, "assistant")
-    result = await app.save_persona(rt, OWNER, BROKEN)
+    with pytest.warns(UserWarning, match="not saved"):  # the toast, outside a running app
+        result = await app.save_persona(rt, OWNER, BROKEN)
     assert WHERE in result[-1] and "Not saved" in result[-1]
     assert rt.registry.get(OWNER, "assistant").version == before.version
 
@@ -432,3 +433,11 @@ async def test_broken_database_still_answers_and_says_memory_is_off(tmp_path, fa
         assert fake.last.turns == [("user", "Hello?")]
     finally:
         await rt.close()
+
+
+async def test_own_persona_has_nothing_to_revert_to(rt):
+    own = "id: owl\ndisplay_name: Owl\nrole_description: A wise owl.\n"
+    await app.save_persona(rt, OWNER, own)
+    with pytest.raises(gr.Error, match="no built-in version"):
+        await app.revert_persona(rt, OWNER, "owl")
+    assert rt.registry.get(OWNER, "owl").persona.display_name == "Owl"

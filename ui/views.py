@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assistant.badge import compact_number
+from memory import MAX_MESSAGE_CHARS
 
-MAX_MESSAGE_CHARS = 10_000
 TITLE_CHARS = 24
 # How long a conversation is kept: (label, minutes idle; 0 = until deleted).
 RETENTION_CHOICES = [
