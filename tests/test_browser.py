@@ -158,11 +158,20 @@ def browser(_browser_available):
         chromium.close()
 
 
+ARTIFACTS = ROOT / "test-artifacts"  # git-ignored; the last screen of each test, for debugging
+
+
 @pytest.fixture
-def context(browser):
+def context(browser, request):
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
     ctx.set_default_timeout(WAIT_MS)
     yield ctx
+    for i, page in enumerate(ctx.pages):
+        try:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{i}.png"), timeout=5000)
+        except Exception:  # a closed or crashed page has no last screen to keep
+            pass
     ctx.close()
 
 
@@ -448,10 +457,13 @@ def test_restart_keeps_everything(context, server, fake):
     page.locator("#save-btn").click()
     expect(page.locator("#persona-status")).to_contain_text("Saved as v1")
 
+    # Close the tab first: an open Gradio page reacts to its server going away by itself,
+    # which would race a reload. The context keeps the browser's storage, like a real browser.
+    page.close()
     server.stop()
     server.start()
 
-    page.reload()
+    page = open_app(context, server)
     expect(badge(page)).to_contain_text("Remembering 2 messages")
     expect(sidebar_items(page).first).to_contain_text("Before the restart")
     expect(user_messages(page).last).to_contain_text("Before the restart")
