@@ -158,8 +158,10 @@ async def render_chat(
             unreadable = True
     if conversation is not None:
         persona = _persona_or_default(rt, owner, conversation.persona_id)
+        turns = await store.transcript(owner, conversation.id, limit=views.SHOWN_ROWS)
+        listed_turns = sum(1 for t in turns if t.role in ("user", "assistant"))
         chat = views.chat_messages(
-            await store.transcript(owner, conversation.id), render_greeting(persona)
+            turns, render_greeting(persona), hidden=conversation.message_count - listed_turns
         )
         status = await svc.status(owner, conversation.id)
         preview = await svc.preview(owner, conversation.id)

@@ -441,3 +441,18 @@ async def test_own_persona_has_nothing_to_revert_to(rt):
     with pytest.raises(gr.Error, match="no built-in version"):
         await app.revert_persona(rt, OWNER, "owl")
     assert rt.registry.get(OWNER, "owl").persona.display_name == "Owl"
+
+
+async def test_a_long_conversation_shows_its_latest_messages(rt, fake, monkeypatch):
+    monkeypatch.setattr(views, "SHOWN_ROWS", 4)
+    view = (await send(rt, OWNER, None, "one"))[-1]
+    for text in ("two", "three"):
+        view = (await send(rt, OWNER, view.conversation_id, text, view.chat))[-1]
+    view = await app.switch_conversation(rt, OWNER, view.conversation_id)
+    assert texts(view.chat) == [
+        ("assistant", "_… 2 earlier messages are not shown here._"),
+        ("user", "two"),
+        ("assistant", "You said: two"),
+        ("user", "three"),
+        ("assistant", "You said: three"),
+    ]

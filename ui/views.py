@@ -15,6 +15,7 @@ from assistant.badge import compact_number
 from memory import MAX_MESSAGE_CHARS
 
 TITLE_CHARS = 24
+SHOWN_ROWS = 400  # transcript rows a chat shows; older ones stay stored (and summarized)
 # How long a conversation is kept: (label, minutes idle; 0 = until deleted).
 RETENTION_CHOICES = [
     ("Keep until I delete it", 0),
@@ -45,15 +46,23 @@ def message_text(content: Any) -> str:
     return str(content)
 
 
-def chat_messages(turns: Iterable[Any], greeting: str | None = None) -> list[dict[str, Any]]:
+def chat_messages(
+    turns: Iterable[Any], greeting: str | None = None, hidden: int = 0
+) -> list[dict[str, Any]]:
     """Transcript turns (oldest first) -> Chatbot messages.
 
     The persona's greeting opens every chat; it is shown, never stored or sent to the model.
     Summary turns stay out of the chat (the badge and the inspector show them); an assistant
-    reply that was stopped or broke off says so.
+    reply that was stopped or broke off says so. When the oldest `hidden` messages are left
+    out (long conversations), a note takes the greeting's place.
     """
     messages: list[dict[str, Any]] = []
-    if greeting:
+    if hidden > 0:
+        noun = "message is" if hidden == 1 else "messages are"
+        messages.append(
+            {"role": "assistant", "content": f"_… {hidden:,} earlier {noun} not shown here._"}
+        )
+    elif greeting:
         messages.append({"role": "assistant", "content": greeting})
     for turn in turns:
         if getattr(turn, "is_summary", False) or turn.role not in ("user", "assistant"):
