@@ -704,6 +704,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                     min_height=360,
                     buttons=["copy", "copy_all"],
                     layout="bubble",
+                    group_consecutive_messages=False,  # a reset note is not the greeting
                     placeholder="Say something to start a conversation.",
                 )
                 input_notice = gr.Markdown(visible=False, elem_id="input-notice")

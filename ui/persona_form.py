@@ -49,19 +49,27 @@ class _PersonaDumper(yaml.SafeDumper):
         super().increase_indent(flow, False)
 
 
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value.rstrip("\n"):  # real line breaks: keep them
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    if len(value) > 90:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=">")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+class _Block(str):
+    """A top-level text written as a block: `|` keeps its line breaks, `>` folds a long line."""
 
 
-_PersonaDumper.add_representer(str, _text)
+def _block(dumper: yaml.SafeDumper, value: _Block) -> yaml.ScalarNode:
+    style = "|" if "\n" in value.rstrip("\n") else ">"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
+
+
+_PersonaDumper.add_representer(_Block, _block)
 
 
 def _dump(data: dict[str, Any]) -> str:
-    return yaml.dump(data, Dumper=_PersonaDumper, sort_keys=False, allow_unicode=True, width=92)
+    """YAML like the built-in files: long top-level texts as blocks, list items on one line."""
+    shaped = {
+        key: _Block(value)
+        if isinstance(value, str) and ("\n" in value.rstrip("\n") or len(value) > 90)
+        else value
+        for key, value in data.items()
+    }
+    return yaml.dump(shaped, Dumper=_PersonaDumper, sort_keys=False, allow_unicode=True, width=92)
 
 
 def _leading_comments(text: str) -> str:
