@@ -682,25 +682,18 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                 elem_classes="muted",
             )
 
+        # What the assistant remembers stays in view on every tab.
+        with gr.Row(elem_id="chat-header", equal_height=True):
+            badge = gr.Markdown(elem_id="memory-badge")
+            reset_btn = gr.Button(
+                "🧹 Reset memory", size="sm", scale=0, min_width=140, elem_id="reset-btn"
+            )
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("💬 Chat", id="chat-tab", elem_id="chat-tab"):
-                with gr.Row(elem_id="chat-header", equal_height=True):
-                    chat_persona = gr.Dropdown(
-                        choices=[],
-                        label="Persona",
-                        scale=0,
-                        min_width=220,
-                        elem_id="chat-persona",
-                        container=False,
-                    )
-                    badge = gr.Markdown(elem_id="memory-badge")
-                    reset_btn = gr.Button(
-                        "🧹 Reset memory", size="sm", scale=0, min_width=140, elem_id="reset-btn"
-                    )
                 chat = gr.Chatbot(
                     elem_id="chat",
                     show_label=False,
-                    height="calc(100vh - 300px)",
+                    height="calc(100vh - 310px)",
                     min_height=360,
                     buttons=["copy", "copy_all"],
                     layout="bubble",
@@ -708,16 +701,26 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                     placeholder="Say something to start a conversation.",
                 )
                 input_notice = gr.Markdown(visible=False, elem_id="input-notice")
-                chat_input = gr.Textbox(
-                    show_label=False,
-                    placeholder="Type a message — Enter to send, Shift+Enter for a new line",
-                    lines=1,
-                    max_lines=8,
-                    submit_btn=True,
-                    stop_btn=False,
-                    autofocus=True,
-                    elem_id="chat-input",
-                )
+                with gr.Row(elem_id="composer", equal_height=True):
+                    chat_persona = gr.Dropdown(
+                        choices=[],
+                        label="Persona",
+                        show_label=False,
+                        scale=0,
+                        min_width=250,
+                        elem_id="chat-persona",
+                    )
+                    chat_input = gr.Textbox(
+                        show_label=False,
+                        placeholder="Type a message — Enter to send, Shift+Enter for a new line",
+                        lines=1,
+                        max_lines=8,
+                        submit_btn=True,
+                        stop_btn=False,
+                        autofocus=True,
+                        scale=1,
+                        elem_id="chat-input",
+                    )
                 with gr.Accordion(
                     "🔍 What the model receives next", open=False, elem_id="inspector"
                 ):
