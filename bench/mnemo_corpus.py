@@ -71,9 +71,11 @@ async def bulk_load(
 
 
 def index_for_recall(db: sqlite3.Connection, batch: int = 20_000) -> None:
-    """Fill recall's full-text index the way the store does on append (issue 6)."""
-    from memory.recall import bigram_text, conversation_key, owner_key
+    """Fill recall's full-text indexes the way the store does on append (issue 6):
+    `turns_fts` for search and, where the schema has it, `recall_fts` for recall."""
+    from memory.recall import bigram_text, conversation_key, owner_key, recall_text
 
+    with_recall = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'recall_fts'").fetchone()
     last = 0
     while True:
         rows = db.execute(
@@ -91,4 +93,9 @@ def index_for_recall(db: sqlite3.Connection, batch: int = 20_000) -> None:
                 for tid, text, o, c in rows
             ],
         )
+        if with_recall:
+            db.executemany(
+                "INSERT INTO recall_fts (rowid, body) VALUES (?, ?)",
+                [(tid, recall_text(c, text)) for tid, text, _, c in rows],
+            )
         last = rows[-1][0]

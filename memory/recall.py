@@ -8,12 +8,19 @@ tests/helpers/fts_tokenizer_compare.py measures this against the `trigram` token
 User text never reaches FTS5 as syntax: a query is rebuilt from the words and bigrams found in
 it, each one double-quoted, joined with OR. Operators (`NEAR`, `AND`, `*`, `^`, `:`, quotes)
 become plain words or vanish; text with no words gives no query at all.
+
+Two indexes: `turns_fts` (search over an owner's conversations) holds the bigrammed text
+with owner and conversation key columns; `recall_fts` (recall within one conversation) holds
+`recall_text`: each searchable term prefixed by a short conversation key, so a recall query
+reads only that conversation's doclists and its cost does not grow with the database.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
+from collections.abc import Iterator
 
 # Han (incl. extension A and compatibility), kana, Hangul syllables and jamo.
 _CJK_CLASS = (
@@ -21,8 +28,14 @@ _CJK_CLASS = (
     "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
 )
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(f"[^\\W_{_CJK_CLASS}]+")
+# Python counts a few New Tai Lue and Vedic signs as word characters where FTS5's unicode61
+# splits on them; excluding them keeps every query term a single FTS5 token.
+_SPLITS = "\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3"
+_WORD = re.compile(f"[^\\W_{_CJK_CLASS}{_SPLITS}]+")
 MAX_QUERY_TERMS = 32
+# Recall reads a chat message: past a dozen or so informative words it is a pasted document,
+# and every extra term is one more doclist to read for little gain in ranking.
+MAX_RECALL_TERMS = 16
 
 # Words that carry no memory: question words, fillers, pronouns, "remember"-type verbs.
 _STOPWORDS_TEXT = """
@@ -55,27 +68,36 @@ def bigram_text(text: str) -> str:
     return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group())) + " ", text)
 
 
+def _bigram_terms(text: str) -> Iterator[str]:
+    """Every searchable word (lowercased) and CJK bigram of `text`, in order, repeats kept."""
+    for m in re.finditer(f"{_WORD.pattern}|{_CJK_RUN.pattern}", text):
+        token = m.group()
+        if _CJK_RUN.fullmatch(token):
+            if len(token) > 1:  # a lone CJK character matches almost everything
+                yield from (b for b in _bigrams(token) if b not in CJK_STOP_BIGRAMS)
+        else:
+            word = token.lower()
+            if word not in STOPWORDS and len(word) >= 2:
+                yield word
+
+
 def query_terms(text: str, mode: str = "bigram") -> list[str]:
     """The searchable words of `text`, lowercased and de-duplicated, in order of appearance.
 
     mode "bigram" (the index's tokenization) or "trigram" (for the tokenizer comparison):
     trigram cannot match terms shorter than three characters, so those are dropped there.
     """
-    minimum = 3 if mode == "trigram" else 2
+    if mode == "bigram":
+        return list(dict.fromkeys(_bigram_terms(text)))[:MAX_QUERY_TERMS]
     terms: list[str] = []
     for m in re.finditer(f"{_WORD.pattern}|{_CJK_RUN.pattern}", text):
         token = m.group()
         if _CJK_RUN.fullmatch(token):
-            if mode == "trigram":
-                parts = [token[i : i + 3] for i in range(max(1, len(token) - 2))]
-                parts = [p for p in parts if len(p) >= 3]
-            else:
-                parts = [b for b in _bigrams(token) if b not in CJK_STOP_BIGRAMS]
-                if len(token) == 1:
-                    parts = []  # a lone CJK character matches almost everything
+            parts = [token[i : i + 3] for i in range(max(1, len(token) - 2))]
+            parts = [p for p in parts if len(p) >= 3]
         else:
             word = token.lower()
-            parts = [] if word in STOPWORDS or len(word) < minimum else [word]
+            parts = [] if word in STOPWORDS or len(word) < 3 else [word]
         for part in parts:
             if part not in terms:
                 terms.append(part)
@@ -97,6 +119,40 @@ def owner_key(owner: str) -> str:
 
 def conversation_key(conv_id: str) -> str:
     return "c" + hashlib.blake2b(conv_id.encode(), digest_size=10).hexdigest()
+
+
+RECALL_KEY_CHARS = 7
+# The SQL name of `recall_text`, which recall_fts's delete trigger calls.
+RECALL_TEXT_FUNCTION = "mnemo_recall_text"
+
+
+def recall_key(conv_id: str) -> str:
+    """7 base32 characters (35 bits) naming the conversation inside `recall_fts` tokens.
+
+    Two conversations may share a key: that only merges their statistics; recall still
+    filters on turns.conversation_id.
+    """
+    digest = hashlib.blake2b(conv_id.encode(), digest_size=5).digest()
+    return base64.b32encode(digest).decode().lower()[:RECALL_KEY_CHARS]
+
+
+def recall_text(conv_id: str, content: str) -> str:
+    """What `recall_fts` indexes for a turn: its searchable terms, each prefixed by the
+    conversation's key, so every conversation has its own doclists (see m005_recall_fts).
+
+    recall_fts is contentless: its delete trigger calls this again to say what to remove.
+    Never change what this returns (key, stopwords, tokenization) without a migration that
+    rebuilds recall_fts; a mismatch leaves stale entries behind (their turns are gone, so
+    recall never returns them, but they take space and skew ranking).
+    """
+    key = recall_key(conv_id)
+    return " ".join(key + term for term in _bigram_terms(content))
+
+
+def recall_query(conv_id: str, terms: list[str]) -> str:
+    """The MATCH expression for `terms` (from query_terms) in one conversation's doclists."""
+    key = recall_key(conv_id)
+    return " OR ".join('"' + (key + t).replace('"', '""') + '"' for t in terms)
 
 
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly", "y", "e")

@@ -15,9 +15,11 @@ Storage design
   transaction; the commit re-checks that the folded turns and the previous summary are still
   exactly as read, else it gives up and a later call retries. One summarization per
   conversation at a time.
-- Turns and summaries are also in an FTS5 index (`turns_fts`, see memory/recall.py), written in
-  the same transaction as the turn and removed by a trigger on delete, so recall and search
-  never see text that reset, undo, delete or retention removed.
+- Turns and summaries are also in two FTS5 indexes (see memory/recall.py), written in the same
+  transaction as the turn and removed by triggers on delete, so recall and search never see
+  text that reset, undo, delete or retention removed: `turns_fts` (owner-wide search) and
+  `recall_fts` (recall within one conversation, with per-conversation terms so its cost does
+  not grow with the database; see m005_recall_fts for why it is built that way).
 - sqlite3 errors are wrapped in `StorageUnavailable` here, at the boundary.
 """
 
@@ -49,11 +51,15 @@ from .errors import (
 from .migrations import migrate
 from .policy import MAX_MESSAGE_CHARS, MAX_TITLE_CHARS, TITLE_CHARS, MemoryPolicy, database_path
 from .recall import (
+    MAX_RECALL_TERMS,
+    RECALL_TEXT_FUNCTION,
     bigram_text,
     conversation_key,
     matched_terms,
     owner_key,
     query_terms,
+    recall_query,
+    recall_text,
     snippet,
     term_pattern,
 )
@@ -178,6 +184,8 @@ async def _connect(path: Path, *, query_only: bool = False) -> aiosqlite.Connect
         # power cut can lose the last few commits.
         await db.execute("PRAGMA synchronous = NORMAL")
         await db.execute("PRAGMA foreign_keys = ON")
+        # recall_fts's delete trigger recomputes the indexed text with it (m005_recall_fts).
+        await db.create_function(RECALL_TEXT_FUNCTION, 2, recall_text, deterministic=True)
         if query_only:
             await db.execute("PRAGMA query_only = ON")
     except BaseException:
@@ -624,19 +632,23 @@ class ConversationStore:
     ) -> list[RecalledTurn]:
         """The best-matching turns outside the recent window, each with its neighbour."""
         policy = self.policy
-        terms = query_terms(query[:MAX_MESSAGE_CHARS])
+        terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
         if not terms:
             return []
         rows = await db.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS_T}, turns_fts.rank FROM turns_fts "
-            "JOIN turns t ON t.id = turns_fts.rowid "
+            f"SELECT {_TURN_COLUMNS_T}, recall_fts.rank FROM recall_fts "
+            # CROSS JOIN keeps recall_fts the outer loop: its MATCH reads only this
+            # conversation's doclists, in rank order.
+            "CROSS JOIN turns t ON t.id = recall_fts.rowid "
             # Only turns older than the recent window are candidates; the rowid bound lets
-            # FTS5 skip the rest of the doclists.
-            "WHERE turns_fts MATCH ? AND turns_fts.rowid < ? AND t.is_summary = 0 "
-            "ORDER BY turns_fts.rank LIMIT ?",
+            # FTS5 skip the rest of the doclists. Two conversations can share a key in the
+            # index, hence the conversation_id check.
+            "WHERE recall_fts MATCH ? AND recall_fts.rowid < ? AND t.conversation_id = ? "
+            "AND t.is_summary = 0 ORDER BY recall_fts.rank LIMIT ?",
             (
-                _match("conversation_key", conversation_key(conv_id), terms),
+                recall_query(conv_id, terms),
                 min(exclude, default=1 << 62),
+                conv_id,
                 policy.recall_k * 2,
             ),
         )
@@ -963,10 +975,14 @@ class ConversationStore:
 async def _index(
     db: aiosqlite.Connection, turn_id: int, content: str, owner: str, conv_id: str
 ) -> None:
-    """Add a turn to the full-text index, in the caller's transaction."""
+    """Add a turn to the full-text indexes, in the caller's transaction."""
     await db.execute(
         "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (?, ?, ?, ?)",
         (turn_id, bigram_text(content), owner_key(owner), conversation_key(conv_id)),
+    )
+    await db.execute(
+        "INSERT INTO recall_fts (rowid, body) VALUES (?, ?)",
+        (turn_id, recall_text(conv_id, content)),
     )
 
 

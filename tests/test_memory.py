@@ -98,6 +98,39 @@ EXPECTED_SCHEMA = [
     ),
     (
         "table",
+        "recall_fts",
+        "CREATE VIRTUAL TABLE recall_fts USING fts5(body, content = '', "
+        "tokenize = 'porter unicode61 remove_diacritics 2')",
+    ),
+    (
+        "table",
+        "recall_fts_config",
+        "CREATE TABLE 'recall_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID",
+    ),
+    (
+        "table",
+        "recall_fts_data",
+        "CREATE TABLE 'recall_fts_data'(id INTEGER PRIMARY KEY, block BLOB)",
+    ),
+    (
+        "trigger",
+        "recall_fts_delete",
+        "CREATE TRIGGER recall_fts_delete AFTER DELETE ON turns BEGIN "
+        "INSERT INTO recall_fts (recall_fts, rowid, body) VALUES ('delete', old.id, "
+        "mnemo_recall_text(old.conversation_id, old.content)); END",
+    ),
+    (
+        "table",
+        "recall_fts_docsize",
+        "CREATE TABLE 'recall_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB)",
+    ),
+    (
+        "table",
+        "recall_fts_idx",
+        "CREATE TABLE 'recall_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID",
+    ),
+    (
+        "table",
         "turn_metrics",
         "CREATE TABLE turn_metrics ( id INTEGER PRIMARY KEY, owner TEXT NOT NULL, "
         "conversation_id TEXT, model TEXT NOT NULL, input_tokens INTEGER CHECK (input_tokens IS "

@@ -8,8 +8,10 @@ import sqlite3
 import aiosqlite
 import pytest
 
-from memory import ConversationStore, MemoryPolicy, migrations
-from memory.recall import bigram_text, fts_query, query_terms
+from bench.datagen import Corpus, message_pool
+from bench.mnemo_corpus import bulk_load, owner_of
+from memory import ConversationStore, MemoryPolicy, migrations, recall
+from memory.recall import bigram_text, fts_query, query_terms, recall_key, recall_text
 
 FILLER = [
     "What should we plan for dinner sometime this week?",
@@ -47,6 +49,14 @@ def fts_rows(path, conv_id=None):
             "WHERE t.conversation_id = ?",
             (conv_id,),
         ).fetchone()[0]
+
+
+def recall_docs(path):
+    """Turns in the recall index (contentless: its docsize table has a row per turn), after
+    checking the index is consistent."""
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO recall_fts (recall_fts) VALUES ('integrity-check')")
+        return db.execute("SELECT count(*) FROM recall_fts_docsize").fetchone()[0]
 
 
 async def chat(store, owner, conv_id, pairs):
@@ -294,16 +304,23 @@ async def test_reset_delete_undo_and_purge_remove_indexed_text(tmp_path):
         await chat(store, "ana", a.id, [("zebra one", "ok"), ("zebra two", "ok")])
         assert await store.summarize_if_needed("ana", a.id)  # the summary is indexed too
         assert fts_rows(store.path, a.id) == 5
+        assert recall_docs(store.path) == 5
         assert await store.search("ana", "zebra")
         await store.reset("ana", a.id)
         assert await store.search("ana", "zebra") == []
         assert (await store.context("ana", a.id, query="zebra")).recalled == []
         assert fts_rows(store.path, a.id) == 0
+        assert recall_docs(store.path) == 0
 
         b = await store.create_conversation("ana")
         await chat(store, "ana", b.id, [("yak one", "ok"), ("yak two", "ok")])
         await store.undo("ana", b.id)
         assert [h.snippet for h in await store.search("ana", "yak")] == ["**yak** one"]
+        assert recall_docs(store.path) == 2
+        await store.append("ana", b.id, "user", "yak two")
+        await store.append("ana", b.id, "assistant", "yak reply")
+        assert await store.drop_last_reply("ana", b.id)
+        assert recall_docs(store.path) == 3
         await store.delete_conversation("ana", b.id)
         assert await store.search("ana", "yak") == []
 
@@ -313,6 +330,7 @@ async def test_reset_delete_undo_and_purge_remove_indexed_text(tmp_path):
         assert await store.search("ana", "okapi") == []  # expired: invisible at once
         assert await store.purge_expired() == 1
         assert fts_rows(store.path) == 0  # and purged from the index
+        assert recall_docs(store.path) == 0
     finally:
         await store.close()
 
@@ -344,7 +362,115 @@ async def test_migration_adds_and_backfills_the_index(tmp_path):
         await store.close()
     with sqlite3.connect(path) as db:
         names = [r[0] for r in db.execute("SELECT name FROM _mnemo_migrations ORDER BY rowid")]
-    assert names[-1] == "m004_turns_fts"
+    assert names[-2:] == ["m004_turns_fts", "m005_recall_fts"]
+
+
+async def test_migration_backfills_the_recall_index(tmp_path):
+    # A database from before recall_fts: m001..m004 applied, a conversation long enough
+    # that its first turn is outside the recent window.
+    path = tmp_path / "mnemo.db"
+    async with aiosqlite.connect(path) as db:
+        await db.execute("CREATE TABLE _mnemo_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        for fn in migrations.MIGRATIONS[:3]:
+            await fn(db)
+            await db.execute("INSERT INTO _mnemo_migrations VALUES (?, 0)", (fn.__name__,))
+        await db.execute(
+            "INSERT INTO conversations (id, owner, created_at, last_active_at, message_count, "
+            "active_count, chars) VALUES ('c1', 'ana', 0, 0, 40, 40, 800)"
+        )
+        await db.executemany(
+            "INSERT INTO turns (conversation_id, role, content, created_at) VALUES (?, ?, ?, 0)",
+            [("c1", "user", "My passport is in the left drawer."), ("c1", "assistant", "Noted.")]
+            + [("c1", ("user", "assistant")[i % 2], FILLER[i % 6]) for i in range(38)],
+        )
+        await migrations.m004_turns_fts(db)
+        await db.execute("INSERT INTO _mnemo_migrations VALUES ('m004_turns_fts', 0)")
+        await db.commit()
+
+    store = await ConversationStore.open(tmp_path)
+    try:
+        assert recall_docs(store.path) == 40
+        ctx = await store.context("ana", "c1", query="where did I put my passport?")
+        assert [r.turn.content for r in ctx.recalled if r.neighbour_of is None] == [
+            "My passport is in the left drawer."
+        ]
+        await store.reset("ana", "c1")  # the trigger deletes exactly what the backfill wrote
+        assert recall_docs(store.path) == 0
+    finally:
+        await store.close()
+
+
+def test_recall_text_is_stable():
+    # recall_fts is contentless: deleting a turn re-derives the indexed text with
+    # recall_text, so it must stay exactly what was indexed. Changing it needs a migration
+    # that rebuilds recall_fts.
+    key = recall_key("conversation-1")
+    assert key == "bqqv36z" and len(key) == recall.RECALL_KEY_CHARS
+    assert recall_text("conversation-1", "The Café in 京都: cats, I say, 拉面店!") == (
+        "bqqv36zcafé bqqv36z京都 bqqv36zcats bqqv36z拉面 bqqv36z面店"
+    )
+
+
+# -- recall stays correct on a larger database ------------------------------------------
+
+
+async def test_recall_in_a_larger_database_stays_within_the_conversation(tmp_path):
+    # 300 conversations of 60 bench messages; then the same kind of fact, with a different
+    # answer, planted early in 20 of them. Each must recall its own, never another's.
+    corpus = Corpus(300, 60)
+    ids = await bulk_load(tmp_path, 300, corpus.rows(message_pool()), start_ts=corpus.start_ts)
+    store = await ConversationStore.open(tmp_path)
+    try:
+        planted = {}
+        for k in range(20):
+            owner, conv_id = owner_of(k), ids[k]
+            turn = await store.append(
+                owner, conv_id, "user", f"The gym locker code is zq{k}x, behind the sauna."
+            )
+            planted[conv_id] = turn.id
+            await store.append(owner, conv_id, "assistant", "Noted, I will keep it in mind.")
+            for message in message_pool(seed=k, size=30):
+                await store.append(owner, conv_id, "user", message)
+        for k in range(20):
+            ctx = await store.context(owner_of(k), ids[k], query="what's my gym locker code?")
+            assert all(r.turn.conversation_id == ids[k] for r in ctx.recalled)
+            hits = {r.turn.id: r for r in ctx.recalled if r.neighbour_of is None}
+            assert planted[ids[k]] in hits
+            assert set(hits[planted[ids[k]]].matched) == {"gym", "locker", "code"}
+            assert f"zq{k}x" in ctx.memory_text()
+        ctx = await store.context(owner_of(25), ids[25], query="what's my gym locker code?")
+        assert "locker code is" not in ctx.memory_text()  # planted elsewhere only
+    finally:
+        await store.close()
+
+
+async def test_recall_keys_that_collide_never_leak(tmp_path, monkeypatch):
+    monkeypatch.setattr(recall, "recall_key", lambda conv_id: "samekey")
+    policy = MemoryPolicy(keep_recent=2, summarize_at=10)
+    store = await ConversationStore.open(tmp_path, policy=policy)
+    try:
+        a = await store.create_conversation("ana")
+        b = await store.create_conversation("ana")
+        await chat(store, "ana", a.id, [("The wifi password is walrus.", "ok"), ("hi", "ok")])
+        await chat(store, "ana", b.id, [("The wifi password is pelican.", "ok"), ("hi", "ok")])
+        ctx = await store.context("ana", b.id, query="wifi password?")
+        assert [r.turn.content for r in ctx.recalled if r.neighbour_of is None] == [
+            "The wifi password is pelican."
+        ]
+        await store.delete_conversation("ana", a.id)
+        assert recall_docs(store.path) == 4
+    finally:
+        await store.close()
+
+
+async def test_recall_reads_at_most_max_recall_terms(store):
+    conv = await store.create_conversation("ana")
+    await chat(store, "ana", conv.id, [("zeta9 marks the spot", "ok")] + [("hi", "ok")] * 12)
+    words = [f"w{i}" for i in range(recall.MAX_RECALL_TERMS)]
+    ctx = await store.context("ana", conv.id, query=" ".join([*words, "zeta9"]))
+    assert ctx.recalled == []  # the 17th term is not looked for
+    ctx = await store.context("ana", conv.id, query=" ".join(["zeta9", *words]))
+    assert [r.matched for r in ctx.recalled if r.neighbour_of is None] == [("zeta9",)]
 
 
 @pytest.mark.parametrize("seed", range(12))
