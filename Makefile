@@ -1,4 +1,4 @@
-.PHONY: install test lint format bench bench-quick run
+.PHONY: install test lint format bench-deps bench bench-quick run
 
 install:
 	pip install -r requirements-dev.txt
@@ -14,11 +14,16 @@ format:
 	ruff format .
 	ruff check --fix .
 
-bench:
-	pip install -r requirements-bench.txt && python -m bench
+# langchain-community is installed without its declared dependencies: they pull in aiohttp,
+# which would switch google-genai's transport (see requirements-bench.txt).
+bench-deps:
+	pip install -r requirements-bench.txt && pip install --no-deps langchain-community==0.4.2
 
-bench-quick:
-	pip install -r requirements-bench.txt && python -m bench --quick
+bench: bench-deps
+	python -m bench
+
+bench-quick: bench-deps
+	python -m bench --quick
 
 run:
 	pip install -r requirements.txt && python app.py
