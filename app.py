@@ -306,6 +306,75 @@ async def change_persona(
         return await render_chat(rt, owner, conversation_id, persona_id)
 
 
+# ---- sidebar search ----------------------------------------------------------------------
+
+
+class SearchView(NamedTuple):
+    """The sidebar while searching: results in place of the conversation list."""
+
+    results: Any  # gr.update(samples=[[html]], visible=...) of the results Dataset
+    hit_ids: list[str]  # the conversation id of each result row, in order
+    status: Any  # gr.update(value=..., visible=...) of the line above the results
+    conversations: Any  # gr.update(visible=...) of the conversation list
+
+
+def _search_view(rows: list[tuple[str, str]], status: str | None) -> SearchView:
+    searching = status is not None
+    return SearchView(
+        results=gr.update(samples=[[markup] for markup, _ in rows], visible=bool(rows)),
+        hit_ids=[cid for _, cid in rows],
+        status=gr.update(value=status or "", visible=searching),
+        conversations=gr.update(visible=not searching),
+    )
+
+
+async def search_conversations(rt: Runtime, owner: str, query: str | None) -> SearchView:
+    """Search the owner's conversations (titles and messages); an empty box shows the list.
+
+    Runs as the user types, so it never raises: any query, however hostile, shows results or
+    "No matches", and a failing store says search is unavailable.
+    """
+    query = (query or "").strip()[: views.SEARCH_CHARS]
+    if not query:
+        return _search_view([], None)
+    if not views.searchable(query):
+        return _search_view([], views.search_status(0, searchable=False))
+    try:
+        store = await rt.store()
+        found = await store.find_conversations(owner, query, limit=views.SEARCH_ROWS)
+        hits = await store.search(owner, query, limit=200, mark=views.SEARCH_MARK)
+    except Exception:  # a search is a nicety; never interrupt typing with an error
+        log.warning("search failed", exc_info=True)
+        return _search_view([], views.search_status(0, available=False))
+    if not found and store.degraded:  # the store answered [] because it could not look
+        return _search_view([], views.search_status(0, available=False))
+    by_conversation: dict[str, list[Any]] = {}
+    for hit in hits:  # newest first
+        by_conversation.setdefault(hit.conversation_id, []).append(hit)
+    personas = {v.persona.id: v.persona for v in rt.registry.list(owner)}
+    rows = []
+    for conversation in found:  # newest activity first
+        persona = personas.get(conversation.persona_id)
+        markup = views.search_result(
+            conversation,
+            query,
+            by_conversation.get(conversation.id, []),
+            avatar=(persona.avatar if persona else None) or "💬",
+            assistant_name=persona.display_name if persona else "Assistant",
+        )
+        rows.append((markup, conversation.id))
+    return _search_view(rows, views.search_status(len(rows)))
+
+
+async def open_search_hit(
+    rt: Runtime, owner: str, hit_ids: list[str] | None, index: int | None
+) -> ChatView:
+    """Clicking a search result opens its conversation, as picking it in the list would."""
+    if index is None or not 0 <= index < len(hit_ids or []):
+        return ChatView(*_unchanged())
+    return await switch_conversation(rt, owner, hit_ids[index])
+
+
 # ---- sending, streaming, stop, retry, undo, reset ----------------------------------------
 
 
@@ -328,7 +397,7 @@ def accept_message(text: str, chat: list[dict[str, Any]] | None) -> tuple[Any, A
 
 # While a reply streams, the controls that would switch or change the conversation wait
 # (Stop first); otherwise the stream's updates would land in whatever is shown instead.
-LOCKED_WHILE_ANSWERING = 6
+LOCKED_WHILE_ANSWERING = 7
 
 
 def lock_controls(done: bool) -> tuple[Any, ...]:
@@ -651,6 +720,27 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             if with_login:
                 gr.LoginButton(elem_id="login")
             new_btn = gr.Button("➕ New chat", variant="primary", elem_id="new-chat")
+            search_box = gr.Textbox(
+                show_label=False,
+                placeholder="🔍 Search conversations",
+                max_lines=1,
+                max_length=views.SEARCH_CHARS,
+                container=False,
+                elem_id="search-box",
+            )
+            search_status = gr.Markdown(visible=False, elem_id="search-status")
+            search_results = gr.Dataset(
+                components=["html"],  # rows are HTML that views.search_result escaped
+                samples=[],
+                type="index",
+                layout="gallery",
+                samples_per_page=views.SEARCH_ROWS,
+                show_label=False,
+                container=False,
+                visible=False,
+                elem_id="search-results",
+            )
+            hit_ids = gr.State([])
             conversations = gr.Radio(
                 choices=[], label="Conversations", elem_id="conversations", container=False
             )
@@ -821,6 +911,17 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         conversations.input(
             partial(switch_conversation, rt), [owner, conversations], chat_view, **quiet
         )
+        # Search on Enter and as the text changes; "always_last" keeps at most one search
+        # waiting behind the running one (the latest text), however fast the keys come.
+        search = partial(search_conversations, rt)
+        search_view = [search_results, hit_ids, search_status, conversations]
+        search_box.submit(search, [owner, search_box], search_view, **quiet)
+        search_box.change(
+            search, [owner, search_box], search_view, trigger_mode="always_last", **quiet
+        )
+        search_results.click(
+            partial(open_search_hit, rt), [owner, hit_ids, search_results], chat_view, **quiet
+        )
         rename = partial(rename_conversation, rt)
         rename_btn.click(rename, [owner, conversation_id, title_box], chat_view, **quiet)
         title_box.submit(rename, [owner, conversation_id, title_box], chat_view, **quiet)
@@ -845,7 +946,15 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         )
         turn = [*chat_view, turn_done]
         finish = partial(finish_turn, rt)
-        locked = [new_btn, conversations, chat_persona, reset_btn, rename_btn, delete_btn]
+        locked = [
+            new_btn,
+            conversations,
+            search_box,
+            chat_persona,
+            reset_btn,
+            rename_btn,
+            delete_btn,
+        ]
         sent = chat_input.submit(
             accept_message,
             [chat_input, chat],

@@ -316,6 +316,27 @@ def test_new_chat_switch_rename_and_delete(context, server):
     expect(user_messages(page).last).to_contain_text("Second topic")
 
 
+def test_search_opens_an_older_conversation(context, server):
+    page = open_app(context, server)
+    send(page, "Dinner at Menya Musashi", remembered=2)
+    page.locator("#new-chat").click()
+    expect(badge(page)).to_contain_text("Nothing remembered")
+    send(page, "Something else entirely", remembered=2)
+
+    search = page.locator("#search-box input")
+    search.fill("musashi")
+    hits = page.locator("#search-results .gallery-item")
+    expect(hits).to_have_count(1)  # this browser's conversation only, not other tests'
+    expect(hits.first.locator("mark").first).to_have_text("Musashi")
+    expect(page.locator("#conversations")).to_be_hidden()
+    hits.first.click()
+    expect(user_messages(page).last).to_contain_text("Dinner at Menya Musashi")
+
+    search.fill("")
+    expect(sidebar_items(page)).to_have_count(2)
+    expect(page.locator("#search-results")).to_be_hidden()
+
+
 def test_reset_command_and_button_empty_memory(context, server, fake):
     page = open_app(context, server)
     send(page, "My name is Ada", remembered=2)

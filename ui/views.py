@@ -7,12 +7,15 @@ status, previews, persona versions) and returns strings or Gradio-shaped lists, 
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assistant.badge import compact_number
 from memory import MAX_MESSAGE_CHARS
+from memory.recall import query_terms, snippet
 
 TITLE_CHARS = 24
 SHOWN_ROWS = 400  # transcript rows a chat shows; older ones stay stored (and summarized)
@@ -24,6 +27,11 @@ RETENTION_CHOICES = [
     ("Forget after 7 days idle", 10080),
 ]
 STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
+SEARCH_ROWS = 20  # conversations a sidebar search lists
+SEARCH_CHARS = 200  # a search box query; anything longer is a paste, not a search
+# The store wraps matches in these; control characters, so no message text can fake one.
+SEARCH_MARK = ("\x02", "\x03")
+_MARKED = re.compile("\x02([^\x02\x03]*)\x03")
 
 
 def message_text(content: Any) -> str:
@@ -218,3 +226,61 @@ def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str
     )
     items = "\n".join(f"- {p}" for p in problems)
     return f"{head}\n\n{items}"
+
+
+def marked_html(text: str) -> str:
+    """Store text with `SEARCH_MARK`-wrapped matches -> HTML: everything escaped, matches in
+    <mark>. Stray marker characters are dropped."""
+    escaped = _MARKED.sub(r"<mark>\1</mark>", html.escape(text, quote=True))
+    return escaped.replace(SEARCH_MARK[0], "").replace(SEARCH_MARK[1], "")
+
+
+def search_result(
+    conversation: Any,
+    query: str,
+    hits: Sequence[Any],
+    avatar: str,
+    assistant_name: str,
+    now: float | None = None,
+) -> str:
+    """One search result in the sidebar, as HTML: the conversation's title (matches marked),
+    the newest matching message's snippet, when, and how many of its messages match.
+
+    `hits` are this conversation's `SearchHit`s, newest first, snippets marked with
+    `SEARCH_MARK`; user text is escaped here, so the HTML is safe to render.
+    """
+    title = " ".join((conversation.title or "New chat").split())
+    # Wide enough that the title is shown from its start, not cut around the first match.
+    title = snippet(title, query_terms(query), SEARCH_MARK, width=3 * len(title) + 3)
+    parts = [f'<div class="hit-title">{html.escape(avatar)} {marked_html(title)}</div>']
+    if hits:
+        who = {"user": "You", "assistant": assistant_name, "summary": "Summary"}
+        newest = hits[0]
+        speaker = html.escape(who.get(newest.role, newest.role))
+        parts.append(
+            f'<div class="hit-snippet"><span class="hit-who">{speaker}:</span> '
+            f"{marked_html(newest.snippet)}</div>"
+        )
+    meta = [relative_time(conversation.last_active_at or conversation.created_at, now)]
+    if len(hits) > 1:
+        meta.append(f"{len(hits)} matching messages")
+    elif not hits:
+        meta.append("title matches")
+    parts.append(f'<div class="hit-meta">{html.escape(" · ".join(m for m in meta if m))}</div>')
+    return f'<div class="hit">{"".join(parts)}</div>'
+
+
+def searchable(query: str) -> bool:
+    """Whether a query has any word the index can match (punctuation alone has none)."""
+    return bool(query_terms(query[:SEARCH_CHARS]))
+
+
+def search_status(found: int, searchable: bool = True, available: bool = True) -> str:
+    """The line above the search results."""
+    if not available:
+        return "⚠️ Search needs memory, which is unavailable right now."
+    if not found:
+        hint = "" if searchable else " Type a word or a name."
+        return f"No matches.{hint}"
+    noun = "conversation" if found == 1 else "conversations"
+    return f"{found} {noun} — newest first"
