@@ -104,8 +104,8 @@ async def run(config: BenchConfig) -> None:
         "persona lookup and system prompt, context with recall, saving the user's message, "
         "streaming, saving the reply. The background row is the metrics write and, every "
         "~80 messages, a summarization (extractive), which run after Done. The database here "
-        "is small (this benchmark's conversations only); recall's cost grows with the whole "
-        "full-text index, see context_load.md for context(query=...) at 1M messages.",
+        "holds only this benchmark's conversations; context_load.md has context(query=...) "
+        "at 1M messages.",
     ]
     write_result(NAME, "Per-turn overhead", [table, *notes], out_dir=config.out_dir,
                  quick=config.quick)  # fmt: skip
