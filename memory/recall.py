@@ -18,6 +18,7 @@ reads only that conversation's doclists and its cost does not grow with the data
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 from collections.abc import Iterator
@@ -180,9 +181,15 @@ def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(parts), re.IGNORECASE) if parts else None
 
 
+@functools.lru_cache(maxsize=1024)
+def _term_regex(term: str) -> re.Pattern[str]:
+    # Recall asks this for every term of every hit, for the same few terms each turn.
+    return term_pattern([term])  # type: ignore[return-value]
+
+
 def matched_terms(terms: list[str], content: str) -> tuple[str, ...]:
     """Which of the query `terms` occur in `content` (case-insensitive, by stem)."""
-    return tuple(t for t in terms if term_pattern([t]).search(content))  # type: ignore[union-attr]
+    return tuple(t for t in terms if _term_regex(t).search(content))
 
 
 def snippet(content: str, terms: list[str], mark: tuple[str, str], width: int = 160) -> str:
