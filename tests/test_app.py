@@ -7,7 +7,6 @@ import warnings
 
 import gradio as gr
 import pytest
-from fake_gemini import FakeGemini
 
 import app
 from assistant.gemini import GeminiModel
@@ -15,22 +14,6 @@ from personas import BUILTIN_DIR, load_persona_text
 from ui import views
 from ui.persona_form import apply_form
 from ui.runtime import Runtime
-
-
-@pytest.fixture
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture
-async def rt(tmp_path, fake):
-    runtime = Runtime(tmp_path / "data", model=GeminiModel("test-key", base_url=fake.url))
-    yield runtime
-    svc = await runtime.service()
-    await svc.wait_background()
-    await runtime.close()
-
 
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 OTHER = "b-other-bbbbbbbbbbbbbbbb"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gradio as gr
 import pytest
-from fake_gemini import FakeGemini
 
 import app
 from assistant.gemini import GeminiModel
@@ -13,19 +12,6 @@ from ui.runtime import Runtime
 
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 OTHER = "b-other-bbbbbbbbbbbbbbbb"
-
-
-@pytest.fixture
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture
-async def rt(tmp_path, fake):
-    runtime = Runtime(tmp_path / "data", model=GeminiModel("test-key", base_url=fake.url))
-    yield runtime
-    await runtime.close()
 
 
 async def chat(rt, owner, *messages, title=None):

@@ -12,7 +12,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from fake_gemini import FakeGemini, Reply
+from fake_gemini import Reply
 
 from assistant import (
     BlockedBySafety,
@@ -45,12 +45,6 @@ from personas import PersonaRegistry, build_system_prompt
 OWNER = "owner-a"
 TAIPEI = "Will it rain in Taipei tomorrow?"
 KAOHSIUNG = "And Kaohsiung?"
-
-
-@pytest.fixture
-def fake():
-    with FakeGemini() as server:
-        yield server
 
 
 async def make_env(tmp_path, fake, *, policy=None, summarizer=None, store=None, quota=None):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-from fake_gemini import FakeGemini
 from google.genai import types
 
 from assistant.errors import (
@@ -23,12 +22,6 @@ HISTORY = [
     {"role": "assistant", "content": "Likely, bring an umbrella."},
     {"role": "user", "content": "And Kaohsiung?"},
 ]
-
-
-@pytest.fixture
-def fake():
-    with FakeGemini() as server:
-        yield server
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fake_gemini import FakeGemini
 
 from assistant.gemini import GeminiModel
 from assistant.local import LocalModel
@@ -15,12 +14,6 @@ TURNS = [
     Turn(2, "c", "assistant", "Nice to meet you, Ana.", 2.0),
     Turn(3, "c", "user", "Book the flight on 14 March for 2 people.", 3.0),
 ]
-
-
-@pytest.fixture
-def fake():
-    with FakeGemini() as server:
-        yield server
 
 
 @pytest.fixture
