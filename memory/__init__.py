@@ -1,8 +1,13 @@
-"""Conversation memory on SQLite: conversations, turns, summaries, retention, fail-open.
+"""Conversation memory: conversations, turns, summaries, retention, recall.
 
-Knows nothing of Gradio, models or personas. Start at `ConversationStore.open()`.
+Knows nothing of Gradio, models or personas. Start at `open_store()` (or
+`ConversationStore.open()` for SQLite); `MemoryBackend` is what every store offers.
+Pure parts other layers use: the input checks (`check_message`, `make_title`, ...) and
+`render_memory()`, the exact memory note the model receives.
 """
 
+from .backend import MemoryBackend, open_store
+from .context import MEMORY_NOTE_HEADER, assemble_context, render_memory
 from .errors import (
     ConversationNotFound,
     EmptyMessage,
@@ -13,9 +18,10 @@ from .errors import (
     MemoryStoreError,
     MessageTooLong,
     StorageUnavailable,
+    UnsupportedStore,
 )
 from .failopen import FailOpenStore
-from .policy import MAX_MESSAGE_CHARS, MemoryPolicy, data_dir, database_path
+from .policy import MemoryPolicy, database_path
 from .records import (
     ContextWindow,
     Conversation,
@@ -28,9 +34,21 @@ from .records import (
 )
 from .store import ConversationStore
 from .summarize import ExtractiveSummarizer, Summarizer
+from .validation import (
+    MAX_MESSAGE_CHARS,
+    MAX_TITLE_CHARS,
+    check_message,
+    check_owner,
+    check_retention,
+    clean_title,
+    make_title,
+    validate_message,
+)
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
+    "MAX_TITLE_CHARS",
+    "MEMORY_NOTE_HEADER",
     "ContextWindow",
     "Conversation",
     "ConversationNotFound",
@@ -42,6 +60,7 @@ __all__ = [
     "InvalidRetention",
     "InvalidRole",
     "InvalidTitle",
+    "MemoryBackend",
     "MemoryPolicy",
     "MemoryStatus",
     "MemoryStoreError",
@@ -53,6 +72,15 @@ __all__ = [
     "Summarizer",
     "Turn",
     "TurnMetrics",
-    "data_dir",
+    "UnsupportedStore",
+    "assemble_context",
+    "check_message",
+    "check_owner",
+    "check_retention",
+    "clean_title",
     "database_path",
+    "make_title",
+    "open_store",
+    "render_memory",
+    "validate_message",
 ]

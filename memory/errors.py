@@ -1,5 +1,11 @@
 """Errors raised by the memory package. Every one derives from `MemoryStoreError`."""
 
+# What ConversationNotFound says, whichever way the conversation went missing.
+NOT_FOUND_MESSAGE = (
+    "That conversation does not exist (it may have been deleted or expired). "
+    "Start a new conversation."
+)
+
 
 class MemoryStoreError(Exception):
     """Base class for every error the memory package raises."""
@@ -20,8 +26,8 @@ class MessageTooLong(InvalidInput):
         self.length = length
         self.limit = limit
         super().__init__(
-            f"Message is {length:,} characters; the limit is {limit:,}. "
-            "Shorten it or split it into several messages."
+            f"Your message is {length:,} characters; the limit is {limit:,} "
+            f"({length - limit:,} too many). Shorten it or split it into several messages."
         )
 
 
@@ -39,6 +45,10 @@ class InvalidTitle(InvalidInput):
 
 class InvalidRetention(InvalidInput):
     """A retention period that is not a positive number of minutes."""
+
+
+class UnsupportedStore(InvalidInput):
+    """A storage target (URL or path) that no backend of this build can open."""
 
 
 class StorageUnavailable(MemoryStoreError):

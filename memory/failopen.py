@@ -29,8 +29,11 @@ from .records import (
     Turn,
     TurnMetrics,
 )
-from .store import ConversationStore, _check_retention, _clean_title, validate_message
+from .store import ConversationStore
 from .summarize import Summarizer
+from .validation import check_retention as _check_retention
+from .validation import clean_title as _clean_title
+from .validation import validate_message
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,8 @@
-"""Memory limits and thresholds, and where the data lives."""
+"""Memory limits and thresholds, and the database file inside a data directory.
+
+Memory never looks the data directory up itself (no environment variables here): the caller
+passes it, resolved once by `assistant.config.data_dir()`.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-# Fixed by the schema's CHECK constraint; changing it needs a migration, not a setting.
-MAX_MESSAGE_CHARS = 10_000
-TITLE_CHARS = 60
-MAX_TITLE_CHARS = 100
+from .validation import MAX_MESSAGE_CHARS
+
 DB_FILENAME = "mnemo.db"
+SQLITE_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 
 
 @dataclass(frozen=True)
@@ -57,17 +60,14 @@ class MemoryPolicy:
             raise ValueError("Invalid MemoryPolicy: " + "; ".join(problems))
 
 
-def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
-    """Where Mnemo keeps its data: the argument, else $MNEMO_DATA_DIR, else ./data."""
-    if path is not None:
-        return Path(path)
-    env = os.environ.get("MNEMO_DATA_DIR")
-    return Path(env) if env else Path("data")
-
-
-def database_path(path: str | os.PathLike[str] | None = None) -> Path:
-    """The SQLite file: `path` itself when it names a .db/.sqlite file, else <data dir>/mnemo.db."""
-    base = data_dir(path)
-    if base.suffix in {".db", ".sqlite", ".sqlite3"}:
+def database_path(path: str | os.PathLike[str]) -> Path:
+    """The SQLite file: `path` itself when it names a .db/.sqlite file, else <path>/mnemo.db."""
+    if path is None:
+        raise TypeError(
+            "No database path given: pass the data directory (or a .db file) explicitly; "
+            "assistant.config.data_dir() resolves it from the environment."
+        )
+    base = Path(path)
+    if base.suffix in SQLITE_SUFFIXES:
         return base
     return base / DB_FILENAME

@@ -58,7 +58,7 @@ class RecalledTurn:
 
 @dataclass(frozen=True)
 class ContextWindow:
-    """What the model should see of a conversation, and why."""
+    """What the model should see of a conversation, and why (memory.render_memory renders it)."""
 
     summary: Turn | None
     turns: list[Turn]  # recent turns, prompt-clipped copies, oldest first
@@ -73,19 +73,6 @@ class ContextWindow:
     def messages(self) -> list[dict[str, str]]:
         """The recent turns as chat messages, oldest first."""
         return [{"role": t.role, "content": t.content} for t in self.turns]
-
-    def memory_text(self) -> str | None:
-        """Summary and recalled turns as one block for the system prompt; None when empty."""
-        parts = []
-        if self.summary is not None:
-            parts.append("Summary of the earlier conversation:\n" + self.summary.content)
-        if self.recalled:
-            lines = [f"{r.turn.role}: {r.turn.content}" for r in self.recalled]
-            parts.append(
-                "Recalled from earlier in this conversation (older messages that match the "
-                "new one):\n" + "\n".join(lines)
-            )
-        return "\n\n".join(parts) or None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from memory import (
     MemoryPolicy,
     MessageTooLong,
     TurnMetrics,
+    database_path,
 )
 from memory.migrations import MIGRATIONS
 
@@ -232,20 +234,38 @@ async def test_migrations_recorded_once_and_reopen_applies_nothing(tmp_path):
 
 
 async def test_connection_pragmas(store):
-    db = store._writer
+    db = store._db.writer
     assert (await db.execute_fetchall("PRAGMA journal_mode"))[0][0] == "wal"
     assert (await db.execute_fetchall("PRAGMA foreign_keys"))[0][0] == 1
     assert (await db.execute_fetchall("PRAGMA busy_timeout"))[0][0] >= 1000
 
 
-async def test_path_from_environment(tmp_path, monkeypatch):
+async def test_path_is_explicit_and_the_environment_is_ignored(tmp_path, monkeypatch):
+    # One resolver (assistant.config.data_dir) reads MNEMO_DATA_DIR; memory takes the path.
     monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "elsewhere"))
-    store = await ConversationStore.open()
+    store = await ConversationStore.open(tmp_path / "here")
     try:
-        assert store.path == tmp_path / "elsewhere" / "mnemo.db"
+        assert store.path == tmp_path / "here" / "mnemo.db"
         assert store.path.exists()
+        assert not (tmp_path / "elsewhere").exists()
     finally:
         await store.close()
+    with pytest.raises(TypeError, match="pass the data directory"):
+        await ConversationStore.open(None)
+
+
+@pytest.mark.parametrize(
+    "given,expected",
+    [
+        ("data", "data/mnemo.db"),
+        ("data/chat.db", "data/chat.db"),
+        ("data/chat.sqlite", "data/chat.sqlite"),
+        ("data/chat.sqlite3", "data/chat.sqlite3"),
+        ("data.d", "data.d/mnemo.db"),
+    ],
+)
+def test_database_path_is_a_pure_join(given, expected):
+    assert database_path(given) == Path(expected)
 
 
 # -- basics -----------------------------------------------------------------------------
@@ -414,7 +434,7 @@ async def test_message_length_limit(store, content, ok):
         with pytest.raises(MessageTooLong) as err:
             await store.append("ana", conv.id, "user", content)
         assert str(err.value) == (
-            "Message is 10,001 characters; the limit is 10,000. "
+            "Your message is 10,001 characters; the limit is 10,000 (1 too many). "
             "Shorten it or split it into several messages."
         )
         assert await store.transcript("ana", conv.id) == []

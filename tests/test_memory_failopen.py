@@ -113,12 +113,12 @@ async def test_storage_failure_keeps_the_chat_answering(tmp_path, breaker):
 
     other = None
     if breaker == "locked":
-        await inner._writer.execute("PRAGMA busy_timeout = 50")
+        await inner._db.writer.execute("PRAGMA busy_timeout = 50")
         other = sqlite3.connect(inner.path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     else:
         brk, fix = BREAKERS[breaker](inner)
-        await inner._writer.execute(brk)
+        await inner._db.writer.execute(brk)
 
     if breaker == "disk-full":
         big = "x" * 9_000  # needs new pages
@@ -137,7 +137,7 @@ async def test_storage_failure_keeps_the_chat_answering(tmp_path, breaker):
         other.execute("ROLLBACK")
         other.close()
     else:
-        await inner._writer.execute(fix)
+        await inner._db.writer.execute(fix)
     assert (await store.append("ana", conv.id, "user", "back again")).saved
     assert not (await store.status("ana", conv.id)).degraded
     await store.close()

@@ -10,7 +10,7 @@ import pytest
 
 from bench.datagen import Corpus, message_pool
 from bench.mnemo_corpus import bulk_load, owner_of
-from memory import ConversationStore, MemoryPolicy, migrations, recall
+from memory import ConversationStore, MemoryPolicy, migrations, recall, render_memory
 from memory.recall import bigram_text, fts_query, query_terms, recall_key, recall_text
 
 FILLER = [
@@ -111,7 +111,7 @@ async def test_recall_finds_a_planted_detail_after_1000_messages(store):
         + sum(len(r.turn.content) for r in ctx.recalled)
         + sum(len(t.content) for t in ctx.turns)
     )
-    assert "Recalled from earlier" in ctx.memory_text() and "Lucca" in ctx.memory_text()
+    assert "Recalled older messages" in render_memory(ctx) and "Lucca" in render_memory(ctx)
 
     assert (await store.context("ana", conv.id)).recalled == []  # no query, no recall
 
@@ -437,9 +437,9 @@ async def test_recall_in_a_larger_database_stays_within_the_conversation(tmp_pat
             hits = {r.turn.id: r for r in ctx.recalled if r.neighbour_of is None}
             assert planted[ids[k]] in hits
             assert set(hits[planted[ids[k]]].matched) == {"gym", "locker", "code"}
-            assert f"zq{k}x" in ctx.memory_text()
+            assert f"zq{k}x" in render_memory(ctx)
         ctx = await store.context(owner_of(25), ids[25], query="what's my gym locker code?")
-        assert "locker code is" not in ctx.memory_text()  # planted elsewhere only
+        assert "locker code is" not in render_memory(ctx)  # planted elsewhere only
     finally:
         await store.close()
 

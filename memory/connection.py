@@ -1,0 +1,179 @@
+"""SQLite connections: one writer, one query-only reader, and their transactions.
+
+Every aiosqlite call is a hop to the connection's thread and back; `read_one()` exists so a
+single-statement read costs one hop, not three (BEGIN, the query, COMMIT). sqlite3 errors are
+wrapped in `StorageUnavailable` here, with advice on what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+
+import aiosqlite
+
+from .errors import StorageUnavailable
+from .migrations import migrate
+from .recall import RECALL_TEXT_FUNCTION, bigram_text, conversation_key, owner_key, recall_text
+from .sql import INDEX_TURN_TRIGGER
+
+BUSY_TIMEOUT_MS = 5_000
+
+_ADVICE = {
+    "SQLITE_BUSY": "another program is writing to it; try again in a moment",
+    "SQLITE_LOCKED": "another program is writing to it; try again in a moment",
+    "SQLITE_READONLY": "make the file and its directory writable",
+    "SQLITE_FULL": "free some disk space",
+    "SQLITE_IOERR": "check the disk",
+    "SQLITE_CANTOPEN": "check the directory exists and is writable, or set MNEMO_DATA_DIR",
+    "SQLITE_CORRUPT": "move the file aside and Mnemo starts a new one",
+    "SQLITE_NOTADB": "move the file aside and Mnemo starts a new one",
+}
+
+
+def unavailable(exc: BaseException, path: Path) -> StorageUnavailable:
+    """A sqlite3 (or OS) error as StorageUnavailable, with advice for its error code."""
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    advice = next((a for k, a in _ADVICE.items() if code.startswith(k)), None)
+    if advice is None:
+        advice = "check the disk has space and the file is writable"
+    return StorageUnavailable(f"The memory database at {path} failed ({exc}): {advice}.")
+
+
+async def connect(path: Path, *, query_only: bool = False) -> aiosqlite.Connection:
+    """A connection in WAL mode with a busy timeout and foreign keys on."""
+    # isolation_level=None: Python's sqlite3 never opens transactions behind our back; we
+    # issue BEGIN IMMEDIATE / COMMIT ourselves.
+    db = aiosqlite.connect(path, isolation_level=None)
+    # aiosqlite's worker thread is not a daemon: a store never closed (an app stopped with
+    # Ctrl-C) would hang the interpreter at exit. A daemon thread dies with the process; WAL
+    # makes that as safe as a crash, which the SIGKILL test covers.
+    if hasattr(db, "_thread"):
+        db._thread.daemon = True
+    db = await db
+    try:
+        await db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = await db.execute_fetchall("PRAGMA journal_mode = WAL")
+        if mode[0][0].lower() != "wal":
+            raise sqlite3.OperationalError(f"could not switch to WAL (journal_mode={mode[0][0]})")
+        # WAL + NORMAL: a commit survives the process dying (SIGKILL); only an OS crash or
+        # power cut can lose the last few commits.
+        await db.execute("PRAGMA synchronous = NORMAL")
+        await db.execute("PRAGMA foreign_keys = ON")
+        # recall_fts's delete trigger recomputes the indexed text with it (m005_recall_fts).
+        await db.create_function(RECALL_TEXT_FUNCTION, 2, recall_text, deterministic=True)
+        if query_only:
+            await db.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await db.close()
+        raise
+    return db
+
+
+async def index_turns(db: aiosqlite.Connection) -> None:
+    """Index every turn the writer inserts, inside the INSERT itself (a TEMP trigger).
+
+    One statement instead of three per insert; each is a round trip to aiosqlite's thread.
+    """
+    for name, fn in (
+        ("mnemo_bigram_text", bigram_text),
+        ("mnemo_owner_key", owner_key),
+        ("mnemo_conversation_key", conversation_key),
+    ):
+        await db.create_function(name, 1, fn, deterministic=True)
+    await db.execute(INDEX_TURN_TRIGGER)
+
+
+class Connections:
+    """The writer and the reader of one database file, each behind its own asyncio lock."""
+
+    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection, path: Path):
+        self.writer = writer
+        self.reader = reader
+        self.path = path
+        self._write_lock = asyncio.Lock()
+        self._read_lock = asyncio.Lock()
+        self.closed = False
+
+    @classmethod
+    async def open(cls, path: Path) -> Connections:
+        """Create (and migrate) the file as needed; StorageUnavailable when it cannot."""
+        writer = reader = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = await connect(path)
+            await migrate(writer)
+            await index_turns(writer)
+            reader = await connect(path, query_only=True)
+        except (sqlite3.Error, OSError) as exc:
+            for conn in (writer, reader):
+                if conn is not None:
+                    with suppress(Exception):
+                        await conn.close()
+            raise unavailable(exc, path) from exc
+        return cls(writer, reader, path)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        async with self._write_lock, self._read_lock:
+            for conn in (self.writer, self.reader):
+                with suppress(Exception):
+                    await conn.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise StorageUnavailable("The memory store is closed.")
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction on the writer connection (BEGIN IMMEDIATE ... COMMIT)."""
+        self._check_open()
+        async with self._write_lock:
+            db = self.writer
+            try:
+                await db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise unavailable(exc, self.path) from exc
+            try:
+                yield db
+            except BaseException as exc:
+                with suppress(sqlite3.Error, ValueError):
+                    await db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise unavailable(exc, self.path) from exc
+                raise
+            try:
+                await db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with suppress(sqlite3.Error, ValueError):
+                    await db.execute("ROLLBACK")
+                raise unavailable(exc, self.path) from exc
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A consistent snapshot on the reader connection."""
+        self._check_open()
+        async with self._read_lock:
+            db = self.reader
+            try:
+                await db.execute("BEGIN")
+                try:
+                    yield db
+                finally:
+                    await db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise unavailable(exc, self.path) from exc
+
+    async def read_one(self, sql: str, params: tuple | dict[str, object]) -> list[tuple]:
+        """One statement on the reader: its own snapshot, no BEGIN/COMMIT round trips."""
+        self._check_open()
+        async with self._read_lock:
+            try:
+                return list(await self.reader.execute_fetchall(sql, params))
+            except sqlite3.Error as exc:
+                raise unavailable(exc, self.path) from exc

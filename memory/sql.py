@@ -1,0 +1,242 @@
+"""The SQLite backend's SQL text, and the two functions that turn its rows into records.
+
+Every statement the store, compaction and retention run is here, named for what it does, so
+the queries can be read (and EXPLAINed) together. Column lists are in table order: the row
+converters below depend on it.
+"""
+
+from __future__ import annotations
+
+from .recall import RECALL_TEXT_FUNCTION
+from .records import Conversation, Turn
+
+CONVERSATION_COLUMNS = (
+    "id, owner, title, persona_id, persona_version, retention_minutes, created_at, "
+    "last_active_at, message_count, active_count, chars, expires_at"
+)
+TURN_COLUMNS = (
+    "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
+    "covers_to_id, covers_count, incomplete"
+)
+TURN_WIDTH = 11  # columns in TURN_COLUMNS
+_TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in TURN_COLUMNS.split(","))
+_TURN_COLUMNS_N = ", ".join("n." + c.strip() for c in TURN_COLUMNS.split(","))
+_VISIBLE = "(expires_at IS NULL OR expires_at > ?)"  # not past its retention
+
+# -- conversations ----------------------------------------------------------------------
+
+VISIBLE_CONVERSATION = (
+    f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ? AND owner = ? AND {_VISIBLE}"
+)
+CONVERSATION_WITH_SUMMARY_COUNT = (
+    f"SELECT {CONVERSATION_COLUMNS}, summary_count FROM conversations "
+    f"WHERE id = ? AND owner = ? AND {_VISIBLE}"
+)
+LIST_CONVERSATIONS = (
+    f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE owner = ? AND {_VISIBLE} "
+    "ORDER BY last_active_at DESC, rowid DESC LIMIT ?"
+)
+INSERT_CONVERSATION = (
+    "INSERT INTO conversations (id, owner, title, persona_id, persona_version, "
+    "retention_minutes, created_at, last_active_at, expires_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+DELETE_CONVERSATION = "DELETE FROM conversations WHERE id = ?"
+
+
+def update_conversation(assignments: str) -> str:
+    """`UPDATE conversations SET <assignments> WHERE id = ?` (assignments are our own text)."""
+    return f"UPDATE conversations SET {assignments} WHERE id = ?"
+
+
+# -- turns ------------------------------------------------------------------------------
+
+# The counters, title and expiry of an append in one statement that is also the visibility
+# check (owner, not expired): RETURNING yields no row for a missing conversation.
+APPEND_COUNTERS = (
+    "UPDATE conversations SET message_count = message_count + 1, "
+    "active_count = active_count + 1, chars = chars + ?, last_active_at = ?, "
+    "expires_at = CASE WHEN retention_minutes IS NULL THEN NULL "
+    "ELSE ? + retention_minutes * 60.0 END, title = coalesce(title, ?) "
+    f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
+)
+INSERT_TURN = (
+    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+TRANSCRIPT_PAGE = (
+    f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND id < ? "
+    "ORDER BY id DESC LIMIT ?"
+)
+TRAILING_ACTIVE = (
+    f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND compacted = 0 "
+    "AND is_summary = 0 ORDER BY id DESC LIMIT ?"
+)
+REMOVED_COUNTERS = (
+    "UPDATE conversations SET message_count = message_count - ?, "
+    "active_count = active_count - ?, chars = chars - ? WHERE id = ?"
+)
+RESET_TALLY = (
+    "SELECT count(*) FILTER (WHERE is_summary = 0), count(*) FILTER (WHERE is_summary = 1), "
+    "coalesce(sum(length(content)) FILTER (WHERE is_summary = 0), 0) "
+    "FROM turns WHERE conversation_id = ?"
+)
+DELETE_ALL_TURNS = "DELETE FROM turns WHERE conversation_id = ?"
+RESET_COUNTERS = (
+    "UPDATE conversations SET message_count = 0, active_count = 0, chars = 0, "
+    "summary_count = 0 WHERE id = ?"
+)
+
+
+def delete_turns(count: int) -> str:
+    """`DELETE FROM turns WHERE id IN (?, ...)` for `count` ids."""
+    return f"DELETE FROM turns WHERE id IN ({','.join('?' * count)})"
+
+
+# -- context: one statement --------------------------------------------------------------
+
+# Every row of CONTEXT / CONTEXT_WITH_RECALL is (kind, 11 turn columns, rank, neighbour_of);
+# the conversation row carries only its counters (message_count, active_count).
+KIND_CONVERSATION, KIND_SUMMARY, KIND_RECENT, KIND_HIT, KIND_NEIGHBOUR = range(5)
+_RECENT_CTE = (
+    f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = :conv "
+    "AND compacted = 0 AND is_summary = 0 ORDER BY id DESC LIMIT :keep)"
+)
+_CONTEXT_BASE = (
+    f"SELECT {KIND_CONVERSATION}, message_count, active_count, "
+    + ", ".join(["NULL"] * TURN_WIDTH)
+    + " FROM conversations WHERE id = :conv AND owner = :owner "
+    "AND (expires_at IS NULL OR expires_at > :now) "
+    f"UNION ALL SELECT * FROM (SELECT {KIND_SUMMARY}, {TURN_COLUMNS}, NULL, NULL FROM turns "
+    "WHERE conversation_id = :conv AND compacted = 0 AND is_summary = 1 ORDER BY id DESC LIMIT 1) "
+    f"UNION ALL SELECT {KIND_RECENT}, *, NULL, NULL FROM recent"
+)
+CONTEXT = f"WITH {_RECENT_CTE} {_CONTEXT_BASE}"
+CONTEXT_WITH_RECALL = (
+    f"WITH {_RECENT_CTE}, "
+    f"hits AS (SELECT {_TURN_COLUMNS_T}, recall_fts.rank AS rank FROM recall_fts "
+    # CROSS JOIN keeps recall_fts the outer loop: its MATCH reads only this conversation's
+    # doclists, in rank order.
+    "CROSS JOIN turns t ON t.id = recall_fts.rowid "
+    # Only turns older than the recent window are candidates; the rowid bound lets FTS5 skip
+    # the rest of the doclists. Two conversations can share a key in the index, hence the
+    # conversation_id check.
+    "WHERE recall_fts MATCH :match "
+    "AND recall_fts.rowid < (SELECT coalesce(min(id), 1 << 62) FROM recent) "
+    "AND t.conversation_id = :conv AND t.is_summary = 0 ORDER BY recall_fts.rank LIMIT :hits) "
+    f"{_CONTEXT_BASE} "
+    f"UNION ALL SELECT {KIND_HIT}, *, NULL FROM hits "
+    # Each hit's neighbour: the reply to a user turn, the question before an assistant turn.
+    f"UNION ALL SELECT {KIND_NEIGHBOUR}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
+    "JOIN turns n ON n.id = CASE WHEN h.role = 'user' "
+    "THEN (SELECT id FROM turns WHERE conversation_id = :conv AND id > h.id AND is_summary = 0 "
+    "ORDER BY id LIMIT 1) "
+    "ELSE (SELECT id FROM turns WHERE conversation_id = :conv AND id < h.id AND is_summary = 0 "
+    "ORDER BY id DESC LIMIT 1) END"
+)
+
+# -- search -----------------------------------------------------------------------------
+
+SEARCH = (
+    "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
+    "FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
+    "JOIN conversations c ON c.id = t.conversation_id "
+    "WHERE turns_fts MATCH ? AND c.owner = ? "
+    "AND (c.expires_at IS NULL OR c.expires_at > ?) "
+    "ORDER BY turns_fts.rowid DESC LIMIT ?"
+)
+
+
+def fts_match(key_column: str, key: str, terms: list[str]) -> str:
+    """An FTS5 expression: the key (owner or conversation) AND any of the quoted terms."""
+    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f'{key_column} : "{key}" AND body : ({quoted})'
+
+
+# The writer indexes every turn inside its INSERT: a TEMP trigger lives on that connection
+# only, so the database schema stays exactly as the migrations made it.
+INDEX_TURN_TRIGGER = (
+    "CREATE TEMP TRIGGER index_turn AFTER INSERT ON main.turns BEGIN "
+    "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (new.id, "
+    "mnemo_bigram_text(new.content), "
+    "mnemo_owner_key((SELECT owner FROM conversations WHERE id = new.conversation_id)), "
+    "mnemo_conversation_key(new.conversation_id)); "
+    "INSERT INTO recall_fts (rowid, body) VALUES (new.id, "
+    f"{RECALL_TEXT_FUNCTION}(new.conversation_id, new.content)); "
+    "END"
+)
+
+# -- compaction -------------------------------------------------------------------------
+
+OLDEST_ACTIVE = (
+    f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND compacted = 0 "
+    "AND is_summary = 0 ORDER BY id LIMIT ?"
+)
+LATEST_SUMMARY = (
+    f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND compacted = 0 "
+    "AND is_summary = 1 ORDER BY id DESC LIMIT 1"
+)
+LATEST_SUMMARY_ID = (
+    "SELECT id FROM turns WHERE conversation_id = ? AND compacted = 0 "
+    "AND is_summary = 1 ORDER BY id DESC LIMIT 1"
+)
+COUNT_ACTIVE_BETWEEN = (
+    "SELECT count(*) FROM turns WHERE conversation_id = ? AND id BETWEEN ? AND ? "
+    "AND is_summary = 0 AND compacted = 0"
+)
+INSERT_SUMMARY = (
+    "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, "
+    "covers_from_id, covers_to_id, covers_count) VALUES (?, 'summary', ?, ?, 1, ?, ?, ?)"
+)
+COMPACT_BETWEEN = (
+    "UPDATE turns SET compacted = 1 WHERE conversation_id = ? AND id BETWEEN ? AND ? "
+    "AND is_summary = 0 AND compacted = 0"
+)
+COMPACT_TURN = "UPDATE turns SET compacted = 1 WHERE id = ?"
+FOLDED_COUNTERS = (
+    "UPDATE conversations SET active_count = active_count - ?, "
+    "summary_count = summary_count + 1 WHERE id = ?"
+)
+
+# -- metrics ----------------------------------------------------------------------------
+
+INSERT_METRICS = (
+    "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, output_tokens, "
+    "latency_ms, first_token_ms, status, error_kind, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+COUNT_TURN_REQUESTS = "SELECT count(*) FROM turn_metrics WHERE owner = ? AND created_at >= ?"
+
+# -- retention --------------------------------------------------------------------------
+
+EXPIRED_CONVERSATIONS = (
+    "SELECT id FROM conversations WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?"
+)
+DELETE_TURNS_CHUNK = (
+    "DELETE FROM turns WHERE id IN (SELECT id FROM turns WHERE conversation_id = ? "
+    "ORDER BY id LIMIT ?)"
+)
+# Re-checks expiry inside the transaction: a write may have revived the conversation.
+DELETE_IF_EXPIRED = "DELETE FROM conversations WHERE id = ? AND expires_at <= ?"
+
+# -- rows -> records ----------------------------------------------------------------------
+
+
+def conversation_from_row(row: tuple) -> Conversation:
+    return Conversation(*row)
+
+
+def turn_from_row(row: tuple) -> Turn:
+    return Turn(
+        id=row[0],
+        conversation_id=row[1],
+        role=row[2],
+        content=row[3],
+        created_at=row[4],
+        is_summary=bool(row[5]),
+        compacted=bool(row[6]),
+        covers_from_id=row[7],
+        covers_to_id=row[8],
+        covers_count=row[9],
+        incomplete=bool(row[10]),
+    )

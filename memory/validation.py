@@ -1,0 +1,81 @@
+"""Input checks shared by every layer: one place decides what a message, title, retention
+period and owner id may be, and what the error says.
+
+The assistant and the UI import these (through `memory`) instead of checking on their own, so
+the user reads the same sentence whichever door the input came through.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    EmptyMessage,
+    InvalidInput,
+    InvalidRetention,
+    InvalidRole,
+    InvalidTitle,
+    MessageTooLong,
+)
+
+# Fixed by the schema's CHECK constraint; changing it needs a migration, not a setting.
+MAX_MESSAGE_CHARS = 10_000
+TITLE_CHARS = 60  # a title made from a first message
+MAX_TITLE_CHARS = 100  # a title the user types
+MAX_OWNER_CHARS = 200
+ROLES = ("user", "assistant")
+
+
+def check_message(content: str) -> None:
+    """Raise EmptyMessage or MessageTooLong for text a user wants to send or save."""
+    if not isinstance(content, str) or not content.strip():
+        raise EmptyMessage("The message is empty. Type something before sending.")
+    if len(content) > MAX_MESSAGE_CHARS:
+        raise MessageTooLong(len(content), MAX_MESSAGE_CHARS)
+
+
+def validate_message(role: str, content: str) -> None:
+    """Raise InvalidRole, EmptyMessage or MessageTooLong; nothing is stored when it raises."""
+    if role not in ROLES:
+        raise InvalidRole(f'Role is {role!r}; a message is either "user" or "assistant".')
+    check_message(content)
+
+
+def make_title(text: str) -> str:
+    """A title from a first message: whitespace collapsed, at most TITLE_CHARS characters."""
+    text = " ".join(text.split())
+    if len(text) <= TITLE_CHARS:
+        return text
+    cut = text[: TITLE_CHARS - 1]
+    space = cut.rfind(" ")
+    if text[TITLE_CHARS - 1] != " " and space >= TITLE_CHARS // 2:
+        cut = cut[:space]  # do not end on half a word
+    return cut.rstrip(" ,.;:") + "…"
+
+
+def clean_title(title: str) -> str:
+    """A title the user typed, whitespace collapsed; InvalidTitle when empty or too long."""
+    cleaned = " ".join(str(title).split())
+    if not cleaned:
+        raise InvalidTitle("The title is empty. Type a name for the conversation.")
+    if len(cleaned) > MAX_TITLE_CHARS:
+        raise InvalidTitle(
+            f"The title is {len(cleaned):,} characters; the limit is {MAX_TITLE_CHARS}. Shorten it."
+        )
+    return cleaned
+
+
+def check_retention(minutes: int | None) -> None:
+    """None (keep) or a whole number of minutes above 0; else InvalidRetention."""
+    if minutes is None:
+        return
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes <= 0:
+        raise InvalidRetention(
+            f"Retention is {minutes!r}; use a whole number of minutes above 0, or None to keep."
+        )
+
+
+def check_owner(owner: str) -> None:
+    """A non-empty owner id of at most MAX_OWNER_CHARS characters; else InvalidInput."""
+    if not isinstance(owner, str) or not 1 <= len(owner) <= MAX_OWNER_CHARS:
+        raise InvalidInput(
+            f"The owner id must be a non-empty string of at most {MAX_OWNER_CHARS} characters."
+        )
