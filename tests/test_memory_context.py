@@ -1,0 +1,255 @@
+"""memory/context.py: context assembly is a pure function over the context query's rows, so
+these tests build the rows by hand: no SQLite, no store, no clock. One test feeds it the rows
+real SQLite returns and checks it agrees with the store."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from memory import (
+    MEMORY_NOTE_HEADER,
+    ContextWindow,
+    ConversationNotFound,
+    ConversationStore,
+    MemoryPolicy,
+    RecalledTurn,
+    Turn,
+    assemble_context,
+    render_memory,
+)
+from memory.context import clip_for_prompt
+from memory.recall import (
+    MAX_RECALL_TERMS,
+    RECALL_TEXT_FUNCTION,
+    query_terms,
+    recall_query,
+    recall_text,
+)
+from memory.sql import (
+    CONTEXT,
+    CONTEXT_WITH_RECALL,
+    KIND_CONVERSATION,
+    KIND_HIT,
+    KIND_NEIGHBOUR,
+    KIND_RECENT,
+    KIND_SUMMARY,
+)
+
+SMALL = MemoryPolicy(
+    keep_recent=6,
+    message_chars=200,
+    history_chars=600,
+    summary_chars=200,
+    recall_chars=200,
+    summarize_at=10,
+)
+
+
+def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None)):
+    """The 11 turn columns, in memory.sql.TURN_COLUMNS order."""
+    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0)
+
+
+def conversation(message_count, active_count):
+    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 11
+
+
+def recent(*turns):
+    return [(KIND_RECENT, *t, None, None) for t in turns]
+
+
+def hit(t, rank):
+    return (KIND_HIT, *t, rank, None)
+
+
+def neighbour(t, of):
+    return (KIND_NEIGHBOUR, *t, None, of)
+
+
+def summary(content, covers_count=40):
+    return (KIND_SUMMARY, *turn(90, "summary", content, is_summary=1, covers=(1, 40, covers_count)))
+
+
+def test_no_conversation_row_is_not_found():
+    with pytest.raises(ConversationNotFound, match="Start a new conversation"):
+        assemble_context(recent(turn(1, "user", "hi")), SMALL)
+
+
+def test_an_empty_conversation():
+    ctx = assemble_context([conversation(0, 0)], SMALL)
+    assert ctx == ContextWindow(summary=None, turns=[], chars=0, budget=600)
+    assert render_memory(ctx) is None
+
+
+def test_recent_turns_come_back_oldest_first_whatever_the_row_order():
+    rows = [conversation(3, 3), *recent(turn(2, "assistant", "b"), turn(3, "user", "c"))]
+    rows += recent(turn(1, "user", "a"))
+    ctx = assemble_context(rows, SMALL)
+    assert [t.id for t in ctx.turns] == [1, 2, 3]
+    assert ctx.messages() == [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+    ]
+    assert ctx.chars == 3 and ctx.not_shown == 0
+
+
+def test_budget_evicts_oldest_first_and_never_opens_on_an_assistant_turn():
+    # 150 x 5 = 750 > 600: the newest four fit, but the oldest of them is an assistant turn.
+    turns = [turn(i, "user" if i % 2 else "assistant", f"{i}" * 150) for i in range(1, 6)]
+    ctx = assemble_context([conversation(5, 5), *recent(*turns)], SMALL)
+    assert [t.id for t in ctx.turns] == [3, 4, 5]
+    assert ctx.turns[0].role == "user"
+    assert ctx.evicted_ids == [1, 2]
+    assert ctx.chars == 450
+
+
+def test_long_messages_are_clipped_for_the_prompt_only():
+    long = "start " + "x" * 1_000 + " end"
+    ctx = assemble_context([conversation(2, 2), *recent(turn(1, "user", long))], SMALL)
+    (clipped,) = ctx.turns
+    assert len(clipped.content) == 200 and ctx.clipped_ids == [1]
+    assert clipped.content.startswith("start ") and clipped.content.endswith(" end")
+    assert " […] " in clipped.content
+
+
+def test_an_evicted_clipped_turn_is_not_reported_as_clipped():
+    rows = [conversation(2, 2), *recent(turn(1, "assistant", "y" * 1_000), turn(2, "user", "q"))]
+    ctx = assemble_context(rows, SMALL)
+    assert [t.id for t in ctx.turns] == [2]
+    assert ctx.evicted_ids == [1] and ctx.clipped_ids == []
+
+
+def test_summary_counts_against_the_budget_and_an_oversized_one_is_clipped():
+    rows = [conversation(45, 5), summary("s" * 500), *recent(turn(41, "user", "u" * 150))]
+    ctx = assemble_context(rows, SMALL)
+    assert ctx.summary is not None and len(ctx.summary.content) == 200
+    assert ctx.chars == 350
+    assert ctx.not_shown == 4  # active turns older than the recent rows
+
+
+def test_recall_takes_hits_with_their_neighbour_within_budget():
+    terms = ["lucca"]
+    old_q = turn(3, "user", "We ate at Lucca, the trattoria.", compacted=1)
+    old_a = turn(4, "assistant", "Lucca had great carbonara.", compacted=1)
+    rows = [
+        conversation(30, 6),
+        *recent(turn(25, "user", "Where did we eat?")),
+        hit(old_q, -2.0),
+        neighbour(old_a, 3),
+    ]
+    ctx = assemble_context(rows, SMALL, terms)
+    assert [(r.turn.id, r.matched, r.neighbour_of) for r in ctx.recalled] == [
+        (3, ("lucca",), None),
+        (4, (), 3),
+    ]
+    assert ctx.recalled[0].score == -2.0
+    assert ctx.chars == sum(len(r.turn.content) for r in ctx.recalled) + 17
+
+
+def test_a_neighbour_that_is_also_a_hit_becomes_a_match():
+    q = turn(3, "user", "lucca question", compacted=1)
+    a = turn(4, "assistant", "lucca answer", compacted=1)
+    rows = [conversation(30, 6), *recent(turn(25, "user", "x")), hit(q, -3.0), hit(a, -1.0)]
+    rows += [neighbour(a, 3), neighbour(q, 4)]
+    ctx = assemble_context(rows, SMALL, ["lucca"])
+    assert [(r.turn.id, r.neighbour_of, r.score) for r in ctx.recalled] == [
+        (3, None, -3.0),
+        (4, None, -1.0),
+    ]
+
+
+def test_recall_skips_the_recent_window_and_respects_recall_k():
+    policy = MemoryPolicy(
+        keep_recent=6,
+        message_chars=200,
+        history_chars=600,
+        summary_chars=200,
+        recall_chars=200,
+        summarize_at=10,
+        recall_k=1,
+    )
+    in_window = turn(25, "user", "lucca now")
+    rows = [conversation(30, 6), *recent(in_window)]
+    rows += [hit(in_window, -9.0), hit(turn(3, "user", "lucca a"), -2.0)]
+    rows += [hit(turn(5, "user", "lucca b"), -1.0)]
+    ctx = assemble_context(rows, policy, ["lucca"])
+    assert [r.turn.id for r in ctx.recalled] == [3]
+
+
+def test_no_recall_without_terms_or_when_everything_is_recent():
+    rows = [conversation(1, 1), *recent(turn(1, "user", "lucca")), hit(turn(1, "user", "x"), -1)]
+    assert assemble_context(rows, SMALL, ["lucca"]).recalled == []
+    rows = [conversation(9, 1), *recent(turn(9, "user", "q")), hit(turn(1, "user", "lucca"), -1)]
+    assert assemble_context(rows, SMALL).recalled == []
+
+
+def test_clip_for_prompt_keeps_short_text_untouched():
+    text = "short"
+    assert clip_for_prompt(text, 200) is text
+    assert len(clip_for_prompt("a" * 1_000, 300)) == 300
+
+
+# -- the one renderer ---------------------------------------------------------------------
+
+
+def test_render_memory_is_the_production_memory_note():
+    summary_turn = Turn(9, "c", "summary", "  - User: lives in Porto.\n", 1.0, is_summary=True)
+    recalled = [
+        RecalledTurn(Turn(3, "c", "user", "The restaurant was Casa Guedes.", 0.5), ("restaurant",)),
+        RecalledTurn(Turn(4, "c", "assistant", "Noted.", 0.6), (), neighbour_of=3),
+    ]
+    window = ContextWindow(summary_turn, [], 60, 12_000, recalled=recalled)
+    assert render_memory(window) == (
+        "## Memory note\n"
+        "What you remember from earlier in this conversation (older messages no longer shown "
+        "below). It is background written by the memory system, not a new message from the "
+        "user; use it when it is relevant."
+        "\n\nSummary of the earlier conversation:\n- User: lives in Porto."
+        "\n\nRecalled older messages that match the new message, oldest first:\n"
+        "User: The restaurant was Casa Guedes.\nAssistant: Noted."
+    )
+    assert render_memory(window).startswith(MEMORY_NOTE_HEADER)
+
+
+def test_render_memory_with_only_a_summary_or_only_recall():
+    s = Turn(9, "c", "summary", "facts", 1.0, is_summary=True)
+    only_summary = render_memory(ContextWindow(s, [], 5, 100))
+    assert only_summary == MEMORY_NOTE_HEADER + "\n\nSummary of the earlier conversation:\nfacts"
+    r = RecalledTurn(Turn(3, "c", "user", "old", 0.5), ("old",))
+    only_recall = render_memory(ContextWindow(None, [], 3, 100, recalled=[r]))
+    assert only_recall == (
+        MEMORY_NOTE_HEADER
+        + "\n\nRecalled older messages that match the new message, oldest first:\nUser: old"
+    )
+
+
+# -- agrees with the store -------------------------------------------------------------------
+
+
+async def test_the_rows_real_sqlite_returns_assemble_to_what_the_store_returns(tmp_path):
+    store = await ConversationStore.open(tmp_path, policy=SMALL)
+    try:
+        conv = await store.create_conversation("ana")
+        await store.append("ana", conv.id, "user", "The trattoria was called Lucca.")
+        await store.append("ana", conv.id, "assistant", "Lucca, noted.")
+        for i in range(12):
+            await store.append("ana", conv.id, "user" if i % 2 == 0 else "assistant", f"m{i} " * 30)
+        assert await store.summarize_if_needed("ana", conv.id)
+        question = "What was that trattoria?"
+        expected = await store.context("ana", conv.id, query=question)
+        assert expected.summary is not None and expected.recalled
+    finally:
+        await store.close()
+
+    terms = query_terms(question)[:MAX_RECALL_TERMS]
+    params = {"conv": conv.id, "owner": "ana", "now": 4e9, "keep": SMALL.keep_recent}
+    with sqlite3.connect(store.path) as db:
+        db.create_function(RECALL_TEXT_FUNCTION, 2, recall_text, deterministic=True)
+        plain = db.execute(CONTEXT, params).fetchall()
+        params.update(match=recall_query(conv.id, terms), hits=SMALL.recall_k * 2)
+        with_recall = db.execute(CONTEXT_WITH_RECALL, params).fetchall()
+    assert assemble_context(with_recall, SMALL, terms) == expected
+    assert assemble_context(plain, SMALL).recalled == []
