@@ -42,11 +42,9 @@ INSERT_CONVERSATION = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 DELETE_CONVERSATION = "DELETE FROM conversations WHERE id = ?"
-
-
-def update_conversation(assignments: str) -> str:
-    """`UPDATE conversations SET <assignments> WHERE id = ?` (assignments are our own text)."""
-    return f"UPDATE conversations SET {assignments} WHERE id = ?"
+RENAME_CONVERSATION = "UPDATE conversations SET title = ? WHERE id = ?"
+SET_PERSONA = "UPDATE conversations SET persona_id = ?, persona_version = ? WHERE id = ?"
+SET_RETENTION = "UPDATE conversations SET retention_minutes = ?, expires_at = ? WHERE id = ?"
 
 
 # -- turns ------------------------------------------------------------------------------

@@ -172,21 +172,24 @@ class ConversationStore:
         return [sql.conversation_from_row(r) for r in rows]
 
     async def _update_conversation(
-        self, owner: str, conv_id: str, assignments: str, params: tuple[object, ...]
+        self, owner: str, conv_id: str, statement: str, params: tuple[object, ...]
     ) -> Conversation:
+        """Run one of sql's `UPDATE conversations SET ... WHERE id = ?` on a visible one."""
         async with self._db.write() as db:
             await self._visible(db, owner, conv_id)
-            await db.execute(sql.update_conversation(assignments), (*params, conv_id))
+            await db.execute(statement, (*params, conv_id))
             return await self._visible(db, owner, conv_id)
 
     async def rename_conversation(self, owner: str, conv_id: str, title: str) -> Conversation:
-        return await self._update_conversation(owner, conv_id, "title = ?", (clean_title(title),))
+        return await self._update_conversation(
+            owner, conv_id, sql.RENAME_CONVERSATION, (clean_title(title),)
+        )
 
     async def set_persona(
         self, owner: str, conv_id: str, persona_id: str, persona_version: int | None = None
     ) -> Conversation:
         return await self._update_conversation(
-            owner, conv_id, "persona_id = ?, persona_version = ?", (persona_id, persona_version)
+            owner, conv_id, sql.SET_PERSONA, (persona_id, persona_version)
         )
 
     async def set_retention(self, owner: str, conv_id: str, minutes: int | None) -> Conversation:
@@ -195,7 +198,7 @@ class ConversationStore:
         return await self._update_conversation(
             owner,
             conv_id,
-            "retention_minutes = ?, expires_at = ?",
+            sql.SET_RETENTION,
             (minutes, retention.expires_at(minutes, self._clock())),
         )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory import (
+    Conversation,
     ConversationNotFound,
     ConversationStore,
     EmptyMessage,
@@ -19,7 +20,9 @@ from memory import (
     MemoryPolicy,
     MessageTooLong,
     TurnMetrics,
+    compaction,
     database_path,
+    retention,
 )
 from memory.migrations import MIGRATIONS
 
@@ -842,6 +845,47 @@ async def test_expired_conversations_are_purged_opportunistically(store, clock):
             db.execute("SELECT count(*) FROM conversations WHERE id = ?", (old.id,)).fetchone()[0]
             == 0
         )
+
+
+@pytest.mark.parametrize(
+    "minutes,now,expected", [(None, 100.0, None), (1, 100.0, 160.0), (90, 0.0, 5_400.0)]
+)
+def test_expiry_is_minutes_idle_from_now(minutes, now, expected):
+    assert retention.expires_at(minutes, now) == expected
+
+
+def test_purges_run_at_most_once_a_minute():
+    assert retention.purge_due(float("-inf"), 0.0)
+    assert not retention.purge_due(100.0, 159.9)
+    assert retention.purge_due(100.0, 160.0)
+
+
+async def test_a_purge_cut_short_continues_next_time(store, clock):
+    conv = await store.create_conversation("ana", retention_minutes=1)
+    for i in range(7):
+        await store.append("ana", conv.id, "user", f"message {i}")
+    clock.advance(3600)
+    # Three turns per delete statement: three transactions for seven turns, then the row.
+    assert await store.purge_expired(max_conversations=1, chunk=3) == 1
+    assert await store.purge_expired() == 0
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    "active,expected",
+    [
+        (0, 0),
+        (100, 0),  # below summarize_at (101)
+        (101, 81),  # all but the newest keep_recent (20)
+        (5_000, 1_000),  # a backlog: at most fold_max per pass
+    ],
+)
+def test_fold_size(active, expected):
+    conv = Conversation(
+        "c", "ana", None, "assistant", None, None, 0.0, 0.0, active, active, 0, None
+    )
+    assert compaction.fold_size(conv, MemoryPolicy()) == expected
 
 
 # -- metrics ----------------------------------------------------------------------------
