@@ -6,12 +6,15 @@ together with the row that records it, so a crash leaves it either applied or no
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
 from .recall import RECALL_TEXT_FUNCTION, bigram_text, conversation_key, owner_key, recall_text
+
+log = logging.getLogger(__name__)
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 MIGRATIONS: list[Migration] = []
@@ -181,6 +184,41 @@ async def m005_recall_fts(db: aiosqlite.Connection) -> None:
             [(tid, recall_text(cid, content)) for tid, cid, content in rows],
         )
         last = rows[-1][0]
+
+
+@migration
+async def m006_recall_digit_keys(db: aiosqlite.Connection) -> None:
+    # m005's keys mixed letters into the token Porter stems, so a term's stem depended on the
+    # conversation id (memory/recall.py). recall_text now keys with digits; the index is
+    # rebuilt from the turns. The delete trigger already calls the new recall_text, so the
+    # old entries cannot be deleted one by one: 'delete-all' drops them together.
+    await db.execute("INSERT INTO recall_fts (recall_fts) VALUES ('delete-all')")
+    await rebuild_recall_index(db)
+
+
+async def rebuild_recall_index(db: aiosqlite.Connection, batch: int = 5_000) -> None:
+    """Index every turn into an empty `recall_fts`, logging progress on large databases."""
+    total = (await db.execute_fetchall("SELECT count(*) FROM turns"))[0][0]
+    if total:
+        log.info("Rebuilding the recall index over %d messages", total)
+    started, done, last, next_log = time.perf_counter(), 0, 0, 100_000
+    while True:
+        rows = await db.execute_fetchall(
+            "SELECT id, conversation_id, content FROM turns WHERE id > ? ORDER BY id LIMIT ?",
+            (last, batch),
+        )
+        if not rows:
+            break
+        await db.executemany(
+            "INSERT INTO recall_fts (rowid, body) VALUES (?, ?)",
+            [(tid, recall_text(cid, content)) for tid, cid, content in rows],
+        )
+        done, last = done + len(rows), rows[-1][0]
+        if done >= next_log:
+            log.info("Recall index: %d of %d messages", done, total)
+            next_log += 100_000
+    if total:
+        log.info("Recall index rebuilt: %d messages in %.1f s", done, time.perf_counter() - started)
 
 
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:

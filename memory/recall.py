@@ -13,11 +13,15 @@ Two indexes: `turns_fts` (search over an owner's conversations) holds the bigram
 with owner and conversation key columns; `recall_fts` (recall within one conversation) holds
 `recall_text`: each searchable term prefixed by a short conversation key, so a recall query
 reads only that conversation's doclists and its cost does not grow with the database.
+
+The key is made of digits only. FTS5 stems each token whole, key included, and Porter's rules
+count vowels and consonants from the token's start: a key with letters changed the stem with
+the conversation id ("events" -> "ev" under one key, "event" under another), so recall quality
+depended on a random id. To Porter every digit is the same consonant, so every key stems alike.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import re
@@ -122,19 +126,20 @@ def conversation_key(conv_id: str) -> str:
     return "c" + hashlib.blake2b(conv_id.encode(), digest_size=10).hexdigest()
 
 
-RECALL_KEY_CHARS = 7
+RECALL_KEY_CHARS = 10
 # The SQL name of `recall_text`, which recall_fts's delete trigger calls.
 RECALL_TEXT_FUNCTION = "mnemo_recall_text"
 
 
 def recall_key(conv_id: str) -> str:
-    """7 base32 characters (35 bits) naming the conversation inside `recall_fts` tokens.
+    """10 decimal digits (about 33 bits) naming the conversation inside `recall_fts` tokens.
 
-    Two conversations may share a key: that only merges their statistics; recall still
-    filters on turns.conversation_id.
+    Digits only, so the key cannot change how Porter stems the word behind it (see the module
+    docstring). Two conversations may share a key: that only merges their statistics;
+    recall still filters on turns.conversation_id.
     """
-    digest = hashlib.blake2b(conv_id.encode(), digest_size=5).digest()
-    return base64.b32encode(digest).decode().lower()[:RECALL_KEY_CHARS]
+    digest = hashlib.blake2b(conv_id.encode(), digest_size=8).digest()
+    return f"{int.from_bytes(digest, 'big') % 10**RECALL_KEY_CHARS:0{RECALL_KEY_CHARS}d}"
 
 
 def recall_text(conv_id: str, content: str) -> str:
