@@ -53,7 +53,8 @@ class RecalledTurn:
     turn: Turn  # a prompt-clipped copy
     matched: tuple[str, ...]  # query terms found in it; empty for a neighbour
     neighbour_of: int | None = None  # set when included only for sense, beside a match
-    score: float = 0.0  # bm25 (lower is better); 0.0 for a neighbour
+    score: float = 0.0  # the fused recall score (higher is better); 0.0 for a neighbour
+    continues: bool = False  # directly follows the previous recalled turn in the conversation
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,272 @@
+"""Recall ranking and packing: which older turns the model gets, within a character budget.
+
+Pure functions over turns and scores, shared by every backend (SQLite gives BM25 ranks from
+FTS5, PostgreSQL from its own search; both give cosines of the stored vectors):
+
+1. **Score** each candidate turn: a weighted sum of its normalised keyword score (BM25, the
+   best hit = 1), its cosine with the question (meaning, when turns have vectors), and a
+   lower-weighted keyword score of the turn *before* it — the other speaker's question that
+   led to it, whose words the new question often repeats (issue 11, item 4).
+2. **Snippets**: a hit with the turns that make it understandable: the next turn when the hit
+   is a question or short (its answer), the turn before when that is where the words matched.
+   Overlapping or adjacent snippets merge into one run of consecutive turns.
+3. **Pack by budget**, not by count: the best snippet first, until the budget is spent. Long
+   turns are clipped around the part that matched. For list questions ("what activities...")
+   the next snippet is picked by maximal marginal relevance, so the budget spreads over
+   distinct parts of the conversation rather than five copies of one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .recall import matched_terms, term_pattern
+from .records import RecalledTurn, Turn
+
+# Characters a recalled turn costs beyond its text once rendered ("User: ", newline).
+TURN_OVERHEAD = 8
+# A run of consecutive turns also gets a date line.
+RUN_OVERHEAD = 40
+SHORT_TURN = 100  # a hit shorter than this, or a question, brings the next turn along
+
+_QUESTION = re.compile(r"[?？]\s*$|[?？]\s|[吗嗎呢]\s*[。！!]?\s*$")
+_LIST_QUESTION = re.compile(
+    r"\b(?:list|all|every|various|ever|kinds?|types?|activities|hobbies|things)\b"
+    r"|\b(?:what|which)\b(?:\s+\w+){0,2}\s+\w{3,}(?<!ss)s\b"
+    r"|哪些|哪幾|哪几|有什麼|有什么|都有",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class RecallWeights:
+    """How the signals add up. Measured on bench/ (see README, Memory)."""
+
+    keyword: float = 1.0
+    semantic: float = 1.0
+    prior: float = 0.3  # the keyword score of the turn before, as a second, weaker field
+    mmr_lambda: float = 0.7  # for list questions: relevance vs. distance from what is chosen
+    min_semantic: float = 0.15  # a cosine below this is noise for a static embedding
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The turns recall may use, in conversation order, with their neighbours.
+
+    `turns` holds candidates and their neighbours (prompt copies are made here);
+    `next_of` / `prev_of` map a turn id to the id of the next / previous non-summary turn
+    of the conversation, where that turn is available; `excluded` ids (the recent window)
+    are never recalled.
+    """
+
+    turns: Mapping[int, Turn]
+    next_of: Mapping[int, int]
+    prev_of: Mapping[int, int]
+    excluded: frozenset[int] = frozenset()
+
+
+def is_question(text: str) -> bool:
+    return bool(_QUESTION.search(text.strip()[-200:]))
+
+
+def is_list_question(text: str) -> bool:
+    """Questions whose answer is spread over several turns ("what activities does she do")."""
+    return bool(_LIST_QUESTION.search(text))
+
+
+def normalise_bm25(ranks: Mapping[int, float]) -> dict[int, float]:
+    """FTS5 ranks (negative, lower is better) as scores in [0, 1], the best hit = 1."""
+    raw = {tid: max(0.0, -r) for tid, r in ranks.items()}
+    top = max(raw.values(), default=0.0)
+    return {tid: (s / top if top > 0 else 0.0) for tid, s in raw.items()}
+
+
+def fuse(
+    keyword: Mapping[int, float],
+    semantic: Mapping[int, float],
+    prev_of: Mapping[int, int],
+    weights: RecallWeights = RecallWeights(),
+) -> dict[int, float]:
+    """Each candidate's score: keyword + semantic + prior (the keyword score of the turn
+    before it). `keyword` is normalised (normalise_bm25), `semantic` raw cosines."""
+    scores: dict[int, float] = {}
+    for tid, kw in keyword.items():
+        scores[tid] = scores.get(tid, 0.0) + weights.keyword * kw
+    for tid, cos in semantic.items():
+        if cos >= weights.min_semantic:
+            scores[tid] = scores.get(tid, 0.0) + weights.semantic * cos
+    for tid, prev in prev_of.items():
+        if keyword.get(prev, 0.0) > 0:
+            scores[tid] = scores.get(tid, 0.0) + weights.prior * keyword[prev]
+    return scores
+
+
+def clip_around(text: str, terms: Sequence[str], limit: int) -> str:
+    """At most `limit` characters of `text`: the stretch with the most matches of `terms`
+    (whole, when it fits), else its start and end."""
+    if len(text) <= limit:
+        return text
+    pattern = term_pattern(list(terms)) if terms else None
+    starts = [m.start() for m in pattern.finditer(text)] if pattern else []
+    if not starts:
+        head = (limit - 3) * 2 // 3
+        return text[:head] + " … " + text[len(text) - (limit - 3 - head) :]
+    # The window of `limit` characters holding the most match starts, a little lead-in kept.
+    best, best_count, j = starts[0], 0, 0
+    for i, s in enumerate(starts):
+        while starts[j] < s - (limit - 2) // 2:
+            j += 1
+        if i - j + 1 > best_count:
+            best, best_count = starts[j], i - j + 1
+    lo = max(0, min(best - limit // 5, len(text) - limit + 2))
+    hi = min(len(text), lo + limit - 2)
+    body = text[lo:hi]
+    return ("…" if lo > 0 else "") + body + ("…" if hi < len(text) else "")
+
+
+def _window(tid: int, conv: Conversation, own: float, prior: float) -> list[int]:
+    """The turns of the snippet around hit `tid`, in order."""
+    ids = [tid]
+    prev = conv.prev_of.get(tid)
+    if prior > own and prev is not None and prev not in conv.excluded:
+        ids.insert(0, prev)  # matched through the question before it: show that question
+    turn = conv.turns[tid]
+    nxt = conv.next_of.get(tid)
+    if (
+        nxt is not None
+        and nxt not in conv.excluded
+        and nxt in conv.turns
+        and (is_question(turn.content) or len(turn.content) < SHORT_TURN)
+    ):
+        ids.append(nxt)
+    return [i for i in ids if i in conv.turns]
+
+
+def _similarity(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    return float(a @ b) if a is not None and b is not None else 0.0
+
+
+def pack(
+    conv: Conversation,
+    scores: Mapping[int, float],
+    terms: Sequence[str],
+    budget: int,
+    per_turn: int,
+    *,
+    keyword: Mapping[int, float] | None = None,
+    vectors: Mapping[int, np.ndarray] | None = None,
+    diverse: bool = False,
+    weights: RecallWeights = RecallWeights(),
+) -> list[RecalledTurn]:
+    """The recalled turns, oldest first: best snippets first until `budget` characters
+    (rendered cost, see TURN_OVERHEAD) are spent; each turn clipped to `per_turn`.
+
+    `scores` from fuse(); `keyword` the normalised keyword scores (to tell a direct hit
+    from one through the turn before); `vectors` unit vectors by turn id, for diversity
+    (`diverse`: MMR, for list questions) — without them, diversity keeps snippets apart by
+    position in the conversation.
+    """
+    keyword = keyword or {}
+    vectors = vectors or {}
+    pool = {
+        tid: s
+        for tid, s in scores.items()
+        if s > 0 and tid in conv.turns and tid not in conv.excluded
+    }
+    chosen: dict[int, RecalledTurn] = {}
+    picked_vectors: list[np.ndarray | None] = []
+    remaining = budget
+    top = max(pool.values(), default=0.0)
+    while pool and remaining > TURN_OVERHEAD:
+        tid = _next_pick(pool, picked_vectors, vectors, diverse, weights, top)
+        score = pool.pop(tid)
+        prior = weights.prior * keyword.get(conv.prev_of.get(tid, -1), 0.0)
+        own = weights.keyword * keyword.get(tid, 0.0)
+        window = [i for i in _window(tid, conv, own, prior) if i not in chosen]
+        if tid not in window:  # already here as another snippet's context: a hit itself now
+            matched = matched_terms(list(terms), conv.turns[tid].content)
+            chosen[tid] = replace(chosen[tid], neighbour_of=None, score=score, matched=matched)
+            continue
+        added = _fit(window, tid, conv, terms, per_turn, remaining, chosen)
+        if not added:
+            continue
+        for turn_id, recalled in added.items():
+            chosen[turn_id] = replace(recalled, score=score) if turn_id == tid else recalled
+            remaining -= len(recalled.turn.content) + TURN_OVERHEAD
+        if not _joins_a_run(window, conv, chosen):
+            remaining -= RUN_OVERHEAD
+        picked_vectors.append(vectors.get(tid))
+    ordered = [chosen[i] for i in sorted(chosen)]
+    return [
+        replace(r, continues=i > 0 and conv.next_of.get(ordered[i - 1].turn.id) == r.turn.id)
+        for i, r in enumerate(ordered)
+    ]
+
+
+def _next_pick(
+    pool: Mapping[int, float],
+    picked: list[np.ndarray | None],
+    vectors: Mapping[int, np.ndarray],
+    diverse: bool,
+    weights: RecallWeights,
+    top: float,
+) -> int:
+    if not diverse or not picked:
+        return max(pool, key=lambda t: (pool[t], -t))
+    lam = weights.mmr_lambda
+
+    def mmr(t: int) -> float:
+        redundancy = max(_similarity(vectors.get(t), p) for p in picked)
+        return lam * pool[t] / (top or 1.0) - (1 - lam) * redundancy
+
+    return max(pool, key=lambda t: (mmr(t), -t))
+
+
+def _fit(
+    window: list[int],
+    hit: int,
+    conv: Conversation,
+    terms: Sequence[str],
+    per_turn: int,
+    remaining: int,
+    chosen: Mapping[int, RecalledTurn],
+) -> dict[int, RecalledTurn]:
+    """The window's turns as prompt copies, dropping context turns (then clipping the hit
+    harder) until they fit in `remaining`; {} when even the clipped hit does not fit."""
+    terms = list(terms)
+    copies = {
+        i: replace(conv.turns[i], content=clip_around(conv.turns[i].content, terms, per_turn))
+        for i in window
+    }
+
+    def cost(ids: Sequence[int]) -> int:
+        return sum(len(copies[i].content) + TURN_OVERHEAD for i in ids) + RUN_OVERHEAD
+
+    ids = list(window)
+    while len(ids) > 1 and cost(ids) > remaining:
+        ids.remove(next(i for i in reversed(ids) if i != hit))  # context gives way first
+    if cost(ids) > remaining:
+        room = remaining - TURN_OVERHEAD - RUN_OVERHEAD
+        if room < min(200, per_turn):
+            return {}
+        copies[hit] = replace(
+            copies[hit], content=clip_around(conv.turns[hit].content, terms, room)
+        )
+    return {
+        i: RecalledTurn(
+            turn=copies[i],
+            matched=matched_terms(terms, conv.turns[i].content) if i == hit else (),
+            neighbour_of=None if i == hit else hit,
+        )
+        for i in ids
+    }
+
+
+def _joins_a_run(window: list[int], conv: Conversation, chosen: Mapping[int, RecalledTurn]) -> bool:
+    """Whether the new snippet touches turns already chosen (then it shares their date line)."""
+    ends = (conv.prev_of.get(window[0]), conv.next_of.get(window[-1]))
+    return any(e is not None and e in chosen and e not in window for e in ends)

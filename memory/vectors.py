@@ -1,0 +1,73 @@
+"""Turn embeddings: the `Embedder` protocol memory asks for, and compact vectors.
+
+memory never loads a model: an `Embedder` comes in from outside (assistant/ implements one
+with wordllama, and one with Gemini). Vectors are stored as int8 BLOBs, scaled so the
+largest component is ±127: 256 dimensions take 256 bytes, and the cosine of two int8
+vectors is within about 0.01 of the float one, which ranking turns cannot notice. Everything here is
+pure and backend-agnostic: SQLite stores the bytes in a BLOB, PostgreSQL in a bytea.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+_SCALE = 127.0
+# "Anna: ..." at the start of a message: static embeddings are dominated by names, and a
+# speaker's own name says nothing about what the message means.
+_SPEAKER = re.compile(r"^\s*[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}:\s+")
+MAX_EMBED_CHARS = 2_000  # a static model averages tokens: more text only blurs it
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of one fixed size. `name` says which model made them:
+    vectors of different names are never compared."""
+
+    name: str
+    dims: int
+
+    async def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """One vector per text, in order. May raise; memory then goes on without vectors."""
+        ...
+
+
+def embedding_text(content: str) -> str:
+    """What is embedded for a turn: its text without a leading speaker's name, capped."""
+    return _SPEAKER.sub("", content, count=1)[:MAX_EMBED_CHARS]
+
+
+def pack(vector: Sequence[float] | np.ndarray) -> bytes | None:
+    """A vector's direction as int8 bytes; None for a zero or non-finite vector."""
+    v = np.asarray(vector, dtype=np.float32).ravel()
+    peak = float(np.max(np.abs(v))) if v.size else 0.0
+    if not np.isfinite(peak) or peak == 0.0 or not np.all(np.isfinite(v)):
+        return None
+    return np.round(v / peak * _SCALE).astype(np.int8).tobytes()
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    """The unit vector (approximately) that `pack` stored."""
+    v = np.frombuffer(blob, dtype=np.int8).astype(np.float32)
+    return v / float(np.linalg.norm(v))
+
+
+def cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
+    """Cosine similarity of the packed `query` with each packed vector, in order.
+
+    Vectors of another size (written by a different embedder) score 0.
+    """
+    if not blobs:
+        return np.zeros(0, dtype=np.float32)
+    q = unpack(query)
+    same = [i for i, b in enumerate(blobs) if len(b) == len(query)]
+    out = np.zeros(len(blobs), dtype=np.float32)
+    if same:
+        joined = b"".join(blobs[i] for i in same) if len(same) < len(blobs) else b"".join(blobs)
+        m = np.frombuffer(joined, dtype=np.int8).reshape(len(same), len(query))
+        m = m.astype(np.float32)
+        out[same] = (m @ q) / np.linalg.norm(m, axis=1)
+    return out
