@@ -24,8 +24,10 @@ import gradio as gr
 from assistant import config
 from assistant.badge import badge_text
 from assistant.chat import Cleared, Delta, Done
-from assistant.errors import AssistantError
+from assistant.errors import AssistantError, UserError
 from assistant.local import LocalModel
+from assistant.persona_form import FORM_FIELDS, apply_form, form_values
+from assistant.runtime import Runtime
 from memory import ConversationNotFound, MemoryStoreError, StorageUnavailable
 from personas import (
     DEFAULT_PERSONA_ID,
@@ -37,8 +39,6 @@ from personas import (
     render_greeting,
 )
 from ui import views
-from ui.persona_form import FORM_FIELDS, apply_form, form_values
-from ui.runtime import Runtime, app_data_dir, server_host
 from ui.sessions import browser_secret, owner_for
 
 log = logging.getLogger("mnemo.app")
@@ -439,28 +439,27 @@ async def _stream(
     the chat and in a toast; the Retry button under it asks again.
     """
     skip = gr.skip()
-    failure: AssistantError | None = None
+    failure: UserError | None = None
     cleared = None
     notice = None
     reply = ""
-    async with rt.turn(conversation_id):
-        try:
-            chat = [*chat, {"role": "assistant", "content": ""}]
-            async for event in events:
-                if isinstance(event, Delta):
-                    reply += event.text
-                    chat[-1] = {"role": "assistant", "content": reply}
-                    streaming = ChatView(conversation_id, skip, chat, *[skip] * 5)
-                    yield (*streaming, False)
-                elif isinstance(event, Cleared):
-                    cleared = event.result
-                elif isinstance(event, Done):
-                    notice = event.notice
-        except AssistantError as exc:
-            failure = exc
-        finally:
-            with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
+    try:
+        chat = [*chat, {"role": "assistant", "content": ""}]
+        async for event in events:
+            if isinstance(event, Delta):
+                reply += event.text
+                chat[-1] = {"role": "assistant", "content": reply}
+                streaming = ChatView(conversation_id, skip, chat, *[skip] * 5)
+                yield (*streaming, False)
+            elif isinstance(event, Cleared):
+                cleared = event.result
+            elif isinstance(event, Done):
+                notice = event.notice
+    except UserError as exc:  # the facade's stream holds the turn lock meanwhile
+        failure = exc
+    finally:
+        with contextlib.suppress(Exception):
+            await events.aclose()  # type: ignore[attr-defined]
     with user_errors(action):
         view = await render_chat(rt, owner, conversation_id, shown=chat)
     extra = None
@@ -490,7 +489,7 @@ async def stream_reply(
         yield (*_unchanged(), True)
         return
     with user_errors("send your message"):
-        svc = await rt.service()
+        facade = await rt.conversations()
         store = await rt.store()
         if not conversation_id:
             persona = _persona_or_default(rt, owner, persona_id)
@@ -509,7 +508,7 @@ async def stream_reply(
         owner,
         conversation_id,
         _plain_chat(chat),
-        svc.send(owner, conversation_id, text),
+        facade.send(owner, conversation_id, text),
         "send your message",
     ):
         yield view
@@ -531,7 +530,7 @@ async def finish_turn(
     if done:
         return _unchanged()
     with user_errors("refresh the chat"):
-        await rt.settled(conversation_id)
+        await (await rt.conversations()).settled(conversation_id)
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -543,9 +542,14 @@ async def stream_retry(
         yield (*_unchanged(), True)
         return
     with user_errors("retry"):
-        svc = await rt.service()
+        conversations = await rt.conversations()
     async for view in _stream(
-        rt, owner, conversation_id, _plain_chat(chat), svc.retry(owner, conversation_id), "retry"
+        rt,
+        owner,
+        conversation_id,
+        _plain_chat(chat),
+        conversations.retry(owner, conversation_id),
+        "retry",
     ):
         yield view
 
@@ -1029,8 +1033,8 @@ def main() -> int:
     for noisy in ("httpx", "httpx2", "google_genai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        rt = Runtime(app_data_dir())
-        host, port = server_host(), config.port()
+        rt = Runtime()
+        host, port = config.host(), config.port()
     except AssistantError as exc:  # e.g. MNEMO_MODEL=gemini without a key
         print(f"Mnemo cannot start: {exc.message}", file=sys.stderr)
         return 2

@@ -16,7 +16,6 @@ from .chat import (
     Preview,
     compose_system,
     is_reset_command,
-    memory_note,
 )
 from .config import select_model
 from .errors import (
@@ -62,6 +61,5 @@ __all__ = [
     "badge_text",
     "compose_system",
     "is_reset_command",
-    "memory_note",
     "select_model",
 ]

@@ -27,18 +27,23 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memory import (
+    MAX_MESSAGE_CHARS,
     ContextWindow,
     ConversationStore,
-    FailOpenStore,
     MemoryStatus,
     MemoryStoreError,
     ResetResult,
     StorageUnavailable,
     Turn,
     TurnMetrics,
+    render_memory,
 )
-from memory.failopen import UNSAVED_PREFIX
-from memory.policy import MAX_MESSAGE_CHARS
+from memory import (
+    InvalidInput as MemoryInvalidInput,
+)
+from memory import (
+    check_message as memory_check_message,
+)
 from personas import PersonaError, PersonaRegistry, build_system_prompt
 
 from .errors import (
@@ -50,6 +55,7 @@ from .errors import (
     QuotaExceeded,
     StorageError,
 )
+from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
 
 log = logging.getLogger(__name__)
@@ -58,12 +64,6 @@ RESET_COMMAND = "/reset"
 DEFAULT_PERSONA_ID = "assistant"
 # Used only when no persona can be loaded at all (broken install): the turn still gets answered.
 FALLBACK_SYSTEM_PROMPT = "You are Mnemo, a helpful assistant that remembers the conversation."
-MEMORY_NOTE_HEADER = (
-    "## Memory note\n"
-    "What you remember from earlier in this conversation (older messages no longer shown below). "
-    "It is background written by the memory system, not a new message from the user; use it "
-    "when it is relevant."
-)
 
 
 @dataclass(frozen=True)
@@ -119,24 +119,9 @@ def is_reset_command(text: str) -> bool:
     return text.strip().casefold() == RESET_COMMAND
 
 
-def memory_note(context: ContextWindow) -> str | None:
-    """The summary and recalled turns as one clearly labelled note, or None when empty."""
-    parts: list[str] = []
-    if context.summary is not None:
-        parts.append("Summary of the earlier conversation:\n" + context.summary.content.strip())
-    if context.recalled:
-        lines = [f"{r.turn.role.capitalize()}: {r.turn.content}" for r in context.recalled]
-        parts.append(
-            "Recalled older messages that match the new message, oldest first:\n" + "\n".join(lines)
-        )
-    if not parts:
-        return None
-    return MEMORY_NOTE_HEADER + "\n\n" + "\n\n".join(parts)
-
-
 def compose_system(persona_prompt: str, context: ContextWindow) -> str:
-    """Persona prompt, then the memory note when there is one."""
-    note = memory_note(context)
+    """Persona prompt, then the memory note (memory's one renderer) when there is one."""
+    note = render_memory(context)
     return persona_prompt if note is None else persona_prompt + "\n\n" + note
 
 
@@ -205,34 +190,6 @@ class ChatService:
         # Per owner: turns admitted whose metrics row (what the quota counts) is not written
         # yet, so a burst of concurrent messages cannot slip past the quota.
         self._pending: Counter[str] = Counter()
-        self._owns_store = False
-
-    @classmethod
-    async def open(
-        cls,
-        data_dir: str | None = None,
-        *,
-        model: ChatModel | None = None,
-        quota_per_hour: int | str | None = None,
-    ) -> ChatService:
-        """A service over the store and personas in the data dir, with the configured model
-        (see assistant.config); never fails on storage. `aclose()` closes the store it opened."""
-        from . import config
-        from .summarizer import summarizer_for
-
-        model = model or config.select_model()
-        directory = config.data_dir(data_dir)
-        # Fail open from the start: a database that cannot be opened (corrupt, unreadable)
-        # leaves the app answering without memory, and the store retries the open later.
-        store = await FailOpenStore.open(directory, summarizer=summarizer_for(model))
-        service = cls(
-            store,
-            PersonaRegistry(data_dir=directory),
-            model,
-            quota_per_hour=config.quota_per_hour(quota_per_hour),
-        )
-        service._owns_store = True
-        return service
 
     # -- the turn -----------------------------------------------------------------------
 
@@ -241,7 +198,7 @@ class ChatService:
         if is_reset_command(text):
             yield Cleared(await self.reset(owner, conv_id))
             return
-        _check_message(text)
+        check_message(text)
         admission = await self._admit(owner)
         try:
             persona, degraded = await self._persona_of(owner, conv_id)
@@ -470,10 +427,9 @@ class ChatService:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """Finish background work, then close what this service opened."""
+        """Finish background work, then close the model client (the store belongs to whoever
+        opened it: the Runtime)."""
         await self.wait_background()
-        if self._owns_store:
-            await self.store.close()
         closer = getattr(self.model, "aclose", None)
         if closer is not None:
             await closer()
@@ -507,7 +463,7 @@ class ChatService:
         the next message). Returns (persona, degraded)."""
         degraded = False
         persona_id = DEFAULT_PERSONA_ID
-        if conv_id.startswith(UNSAVED_PREFIX):
+        if is_unsaved(conv_id):
             # Created while storage was down: it exists only on screen.
             degraded = True
         else:
@@ -539,14 +495,12 @@ _STORAGE_DOWN = (
 )
 
 
-def _check_message(text: str) -> None:
-    if not text or not text.strip():
-        raise InvalidMessage("Type a message first.")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InvalidMessage(
-            f"Your message is {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}. "
-            "Shorten it or split it into several messages."
-        )
+def check_message(text: str) -> None:
+    """Raise InvalidMessage (with memory's wording) unless memory would store `text`."""
+    try:
+        memory_check_message(text)
+    except MemoryInvalidInput as exc:
+        raise InvalidMessage(str(exc)) from exc
 
 
 def _error_kind(error: BaseException | None) -> str | None:

@@ -1,12 +1,12 @@
 """Settings, one function each. Lookup order everywhere: argument > environment > default.
 
-MNEMO_DATA_DIR        where the database and saved personas live       (./data)
+MNEMO_DATA_DIR        where the database and saved personas live       (/data on a Space, ./data)
 MNEMO_MODEL           gemini | local | auto                            (auto)
 GEMINI_API_KEY        Gemini key; GOOGLE_API_KEY is read when it is unset
 GEMINI_MODEL          Gemini model id                                  (gemini-2.5-flash)
 GEMINI_BASE_URL       another endpoint for the Gemini API (tests use a local fake)
 MNEMO_QUOTA_PER_HOUR  messages per owner per hour; unset, empty or 0 = no quota
-MNEMO_HOST            address the app listens on                       (127.0.0.1)
+MNEMO_HOST            address the app listens on              (0.0.0.0 on a Space, 127.0.0.1)
 MNEMO_PORT            port the app listens on                          (7860)
 MNEMO_SECRET          secret for owner ids; unset = generated once in the data dir
 """
@@ -22,6 +22,8 @@ from .gemini import DEFAULT_MODEL, KEY_HELP
 from .models import ChatModel
 
 ModelChoice = Literal["gemini", "local", "auto"]
+# A Hugging Face Space's persistent storage, when the Space has it.
+SPACE_DATA_DIR = Path("/data")
 
 
 def _env(name: str) -> str | None:
@@ -29,9 +31,22 @@ def _env(name: str) -> str | None:
     return value or None
 
 
+def on_space() -> bool:
+    """True when running on a Hugging Face Space ($SPACE_ID is set there)."""
+    return _env("SPACE_ID") is not None
+
+
 def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
-    """The data directory: argument, else $MNEMO_DATA_DIR, else ./data."""
-    return Path(path if path is not None else _env("MNEMO_DATA_DIR") or "data")
+    """The data directory, the one resolver every layer uses: argument, else $MNEMO_DATA_DIR,
+    else /data on a Space with persistent storage, else ./data."""
+    if path is not None:
+        return Path(path)
+    configured = _env("MNEMO_DATA_DIR")
+    if configured:
+        return Path(configured)
+    if on_space() and SPACE_DATA_DIR.is_dir():
+        return SPACE_DATA_DIR
+    return Path("data")
 
 
 def model_choice(choice: str | None = None) -> ModelChoice:
@@ -75,8 +90,9 @@ def quota_per_hour(quota: int | str | None = None) -> int | None:
 
 
 def host(value: str | None = None) -> str:
-    """Listen address: argument, else $MNEMO_HOST, else 127.0.0.1."""
-    return value or _env("MNEMO_HOST") or "127.0.0.1"
+    """Listen address: argument, else $MNEMO_HOST, else 0.0.0.0 on a Space (its proxy must
+    reach the app), else 127.0.0.1."""
+    return value or _env("MNEMO_HOST") or ("0.0.0.0" if on_space() else "127.0.0.1")
 
 
 def port(value: int | str | None = None) -> int:

@@ -1,23 +1,71 @@
-"""Errors of the assistant package.
+"""Errors of the assistant package: one family, `UserError`, for everything a user can act on.
 
-Each carries a message a user can act on (shown as is by the app) and a short `kind` that goes
-into the per-turn metrics. Third-party errors (google-genai, httpx, llama-cpp) are wrapped here at
-the boundary, so callers only ever catch `AssistantError`.
+Each carries a message a user can act on (shown as is by the UI and the API), an optional `title`
+for the toast, and a short `kind` that goes into the per-turn metrics and API problem types.
+Errors of memory, personas and third-party libraries (google-genai, httpx, llama-cpp) are wrapped
+here at the boundary, so callers only ever catch `UserError`. `AssistantError` is the part of the
+family that stops a chat turn.
 """
 
 from __future__ import annotations
 
 
-class AssistantError(Exception):
-    """Base class: something stopped a chat turn; the message says what to do next."""
+class UserError(Exception):
+    """Base class: something the user can act on; the message says what to do next."""
 
     kind = "error"
+    title: str | None = None  # a heading for the message; None: the caller names the action
 
-    def __init__(self, message: str, *, partial: str = "") -> None:
+    def __init__(self, message: str, *, partial: str = "", title: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         # Text that had already streamed when the error struck (saved, marked incomplete).
         self.partial = partial
+        if title is not None:
+            self.title = title
+
+
+class AssistantError(UserError):
+    """Something stopped a chat turn; the message says what to do next."""
+
+    title = "The assistant could not answer"
+
+
+class NotFound(UserError):
+    """The conversation does not exist for this owner (deleted, expired, or someone else's)."""
+
+    kind = "not_found"
+    title = "Conversation not found"
+
+
+class InvalidInput(UserError):
+    """A title, retention, persona choice or message the user gave was refused; nothing changed."""
+
+    kind = "invalid_input"
+
+
+class PersonaUnavailable(UserError):
+    """The persona asked for does not exist for this owner."""
+
+    kind = "persona_not_found"
+    title = "Persona not found"
+
+
+class InvalidPersonaYaml(UserError):
+    """Persona YAML that does not validate; `problems` are located messages (line, column)."""
+
+    kind = "invalid_persona"
+    title = "Persona not saved"
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class PersonaRefused(UserError):
+    """A persona operation the registry refused (a limit reached, nothing to revert to)."""
+
+    kind = "persona"
 
 
 class ConfigError(AssistantError):
@@ -26,8 +74,8 @@ class ConfigError(AssistantError):
     kind = "config"
 
 
-class InvalidMessage(AssistantError):
-    """The user's message is empty or longer than the storage limit."""
+class InvalidMessage(AssistantError, InvalidInput):
+    """The user's message is empty or longer than the storage limit (memory's check)."""
 
     kind = "invalid_message"
 
@@ -83,6 +131,7 @@ class NothingToRetry(AssistantError):
 
 
 class StorageError(AssistantError):
-    """Memory storage failed during an action that cannot work without it (reset, undo, retry)."""
+    """Memory storage failed during an action that cannot work without it (reset, undo, retry,
+    rename, delete, ...)."""
 
     kind = "storage"

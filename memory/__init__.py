@@ -20,7 +20,6 @@ from .errors import (
     StorageUnavailable,
     UnsupportedStore,
 )
-from .failopen import FailOpenStore
 from .policy import MemoryPolicy, database_path
 from .records import (
     ContextWindow,
@@ -55,7 +54,6 @@ __all__ = [
     "ConversationStore",
     "EmptyMessage",
     "ExtractiveSummarizer",
-    "FailOpenStore",
     "InvalidInput",
     "InvalidRetention",
     "InvalidRole",

@@ -28,7 +28,7 @@ class Conversation:
 
 @dataclass(frozen=True)
 class Turn:
-    id: int | None  # None only for a message that could not be saved (see FailOpenStore)
+    id: int | None  # None only for a message that could not be saved (see assistant.failopen)
     conversation_id: str
     role: Role
     content: str

@@ -16,7 +16,7 @@ from .loader import (
     validate_yaml,
 )
 from .model import DEFAULT_PERSONA_ID, FIELD_NAMES, Persona
-from .registry import BUILTIN_DIR, PersonaRegistry, PersonaVersion, default_data_dir
+from .registry import BUILTIN_DIR, PersonaRegistry, PersonaVersion
 
 __all__ = [
     "BUILTIN_DIR",
@@ -34,7 +34,6 @@ __all__ = [
     "Problem",
     "apply_form_values",
     "build_system_prompt",
-    "default_data_dir",
     "fill_placeholders",
     "form_values",
     "load_persona_text",

@@ -41,13 +41,6 @@ MAX_PERSONAS_PER_OWNER = 100
 _VERSION_WIDTH = 4
 
 
-def default_data_dir(path: str | os.PathLike[str] | None = None) -> Path:
-    """Where Mnemo keeps its data: the argument, else $MNEMO_DATA_DIR, else ./data."""
-    if path is not None:
-        return Path(path)
-    return Path(os.environ.get("MNEMO_DATA_DIR") or "data")
-
-
 @dataclass(frozen=True)
 class PersonaVersion:
     """One version of a persona as an owner sees it."""
@@ -135,7 +128,8 @@ class PersonaRegistry:
     def __init__(
         self,
         builtin_dir: str | os.PathLike[str] | None = None,
-        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        data_dir: str | os.PathLike[str],
     ):
         self.builtin_dir = Path(builtin_dir) if builtin_dir is not None else BUILTIN_DIR
         if not self.builtin_dir.is_dir():
@@ -143,7 +137,7 @@ class PersonaRegistry:
                 f"No built-in persona folder at {self.builtin_dir}: pass the folder holding "
                 "the persona *.yaml files (the personas package folder by default)."
             )
-        self.data_dir = default_data_dir(data_dir)
+        self.data_dir = Path(data_dir)  # resolved by the caller (assistant.config.data_dir)
         self.root = self.data_dir / "personas"
         self._builtins: dict[str, _Builtin] = {}
         self._builtin_lock = threading.Lock()

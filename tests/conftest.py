@@ -1,12 +1,29 @@
-"""Fixtures shared by the test modules: the fake Gemini server and an app runtime on it."""
+"""Fixtures shared by the test modules: a clean environment for every test, the fake Gemini
+server and an app runtime on it."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from fake_gemini import FakeGemini
 
 from assistant.gemini import GeminiModel
-from ui.runtime import Runtime
+from assistant.runtime import Runtime
+
+# Settings a developer's shell (or a Space) may have set: none of them may leak into a test.
+ISOLATED_PREFIXES = ("MNEMO_", "GEMINI_", "OAUTH_")
+ISOLATED_NAMES = ("GOOGLE_API_KEY", "SPACE_ID")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    """Every test starts without Mnemo, Gemini or Space settings, and with its data dir in tmp:
+    code that falls back to the default data dir cannot touch ./data."""
+    for name in list(os.environ):
+        if name.startswith(ISOLATED_PREFIXES) or name in ISOLATED_NAMES:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path_factory.mktemp("mnemo-data")))
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 
 import app
 from assistant.gemini import GeminiModel
+from assistant.persona_form import apply_form
+from assistant.runtime import Runtime
 from personas import BUILTIN_DIR, load_persona_text
 from ui import views
-from ui.persona_form import apply_form
-from ui.runtime import Runtime
 
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 OTHER = "b-other-bbbbbbbbbbbbbbbb"

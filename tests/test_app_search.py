@@ -7,8 +7,8 @@ import pytest
 
 import app
 from assistant.gemini import GeminiModel
+from assistant.runtime import Runtime
 from ui import views
-from ui.runtime import Runtime
 
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 OTHER = "b-other-bbbbbbbbbbbbbbbb"

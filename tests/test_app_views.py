@@ -10,9 +10,11 @@ import gradio as gr
 import pytest
 
 import app
+from assistant import config
 from assistant.gemini import GeminiModel
+from assistant.runtime import Runtime
 from memory import ResetResult, Turn
-from ui import runtime, sessions, views
+from ui import sessions, views
 
 NOW = 1_800_000_000.0
 
@@ -57,29 +59,29 @@ def test_only_well_formed_browser_ids_are_kept(value, ok):
 
 def test_data_dir_on_a_space_with_persistent_storage(tmp_path, monkeypatch):
     monkeypatch.delenv("MNEMO_DATA_DIR", raising=False)
-    monkeypatch.setattr(runtime, "SPACE_DATA_DIR", tmp_path)
+    monkeypatch.setattr(config, "SPACE_DATA_DIR", tmp_path)
     monkeypatch.setenv("SPACE_ID", "someone/mnemo")
-    assert runtime.app_data_dir() == tmp_path
+    assert config.data_dir() == tmp_path
     monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "elsewhere"))
-    assert runtime.app_data_dir() == tmp_path / "elsewhere"
-    assert runtime.app_data_dir(tmp_path / "arg") == tmp_path / "arg"
+    assert config.data_dir() == tmp_path / "elsewhere"
+    assert config.data_dir(tmp_path / "arg") == tmp_path / "arg"
 
 
 def test_data_dir_on_a_space_without_storage(tmp_path, monkeypatch):
     monkeypatch.delenv("MNEMO_DATA_DIR", raising=False)
-    monkeypatch.setattr(runtime, "SPACE_DATA_DIR", tmp_path / "missing")
+    monkeypatch.setattr(config, "SPACE_DATA_DIR", tmp_path / "missing")
     monkeypatch.setenv("SPACE_ID", "someone/mnemo")
-    assert str(runtime.app_data_dir()) == "data"
+    assert str(config.data_dir()) == "data"
 
 
 def test_host_is_public_only_on_a_space(monkeypatch):
     monkeypatch.delenv("MNEMO_HOST", raising=False)
     monkeypatch.delenv("SPACE_ID", raising=False)
-    assert runtime.server_host() == "127.0.0.1"
+    assert config.host() == "127.0.0.1"
     monkeypatch.setenv("SPACE_ID", "someone/mnemo")
-    assert runtime.server_host() == "0.0.0.0"
+    assert config.host() == "0.0.0.0"
     monkeypatch.setenv("MNEMO_HOST", "127.0.0.2")
-    assert runtime.server_host() == "127.0.0.2"
+    assert config.host() == "127.0.0.2"
 
 
 @pytest.mark.parametrize("space", [False, True])
@@ -88,7 +90,7 @@ def test_build_demo_builds_locally_and_on_a_space(tmp_path, monkeypatch, space):
         monkeypatch.setenv("SPACE_ID", "someone/mnemo")
     else:
         monkeypatch.delenv("SPACE_ID", raising=False)
-    rt = runtime.Runtime(tmp_path, model=GeminiModel("k", base_url="http://127.0.0.1:9"))
+    rt = Runtime(tmp_path, model=GeminiModel("k", base_url="http://127.0.0.1:9"))
     demo = app.build_demo(rt)
     ids = {getattr(block, "elem_id", None) for block in demo.blocks.values()}
     assert {"sidebar", "new-chat", "conversations", "chat", "chat-input", "memory-badge"} <= ids

@@ -27,14 +27,16 @@ from assistant import (
     RateLimited,
     badge_text,
 )
-from assistant.chat import MEMORY_NOTE_HEADER, compose_system
+from assistant.chat import compose_system
+from assistant.failopen import FailOpenStore
 from assistant.gemini import GeminiModel
+from assistant.runtime import Runtime
 from assistant.summarizer import GeminiSummarizer, summarizer_for
 from memory import (
+    MEMORY_NOTE_HEADER,
     ContextWindow,
     ConversationStore,
     ExtractiveSummarizer,
-    FailOpenStore,
     MemoryPolicy,
     RecalledTurn,
     StorageUnavailable,
@@ -47,30 +49,37 @@ TAIPEI = "Will it rain in Taipei tomorrow?"
 KAOHSIUNG = "And Kaohsiung?"
 
 
-async def make_env(tmp_path, fake, *, policy=None, summarizer=None, store=None, quota=None):
-    model = GeminiModel("test-key", base_url=fake.url)
-    if store is None:
-        store = await ConversationStore.open(
-            tmp_path,
-            policy=policy or MemoryPolicy(),
-            summarizer=summarizer or summarizer_for(model),
-        )
-    registry = PersonaRegistry(data_dir=tmp_path)
-    service = ChatService(store, registry, model, quota_per_hour=quota)
-    return SimpleNamespace(model=model, store=store, registry=registry, service=service)
+@pytest.fixture
+async def make_env(tmp_path, fake):
+    """A factory: `await make_env(policy=..., store=..., quota=...)` builds a ChatService over
+    real SQLite in tmp_path and personas; everything it built is closed after the test."""
+    built = []
+
+    async def make(*, policy=None, summarizer=None, store=None, quota=None):
+        model = GeminiModel("test-key", base_url=fake.url)
+        if store is None:
+            store = await ConversationStore.open(
+                tmp_path,
+                policy=policy or MemoryPolicy(),
+                summarizer=summarizer or summarizer_for(model),
+            )
+        registry = PersonaRegistry(data_dir=tmp_path)
+        service = ChatService(store, registry, model, quota_per_hour=quota)
+        env = SimpleNamespace(model=model, store=store, registry=registry, service=service)
+        built.append(env)
+        return env
+
+    yield make
+    for env in built:
+        await env.service.wait_background()
+        await env.store.close()
+        await env.model.aclose()
+        await env.service.model.aclose()  # a test may have swapped in another client
 
 
 @pytest.fixture
-async def env(tmp_path, fake):
-    env = await make_env(tmp_path, fake)
-    yield env
-    await close(env)
-
-
-async def close(env):
-    await env.service.wait_background()
-    await env.store.close()
-    await env.model.aclose()
+async def env(make_env):
+    return await make_env()
 
 
 async def turn(service, conv_id, text, owner=OWNER):
@@ -184,38 +193,35 @@ async def test_history_is_clipped_but_the_new_message_goes_whole(env, fake):
     assert sent[-1] == ("user", long_new)
 
 
-async def test_summary_reaches_the_model_as_a_labelled_memory_note(tmp_path, fake):
+async def test_summary_reaches_the_model_as_a_labelled_memory_note(make_env, tmp_path, fake):
     def answer(request):
         if request.action == "generateContent":  # the summarizer
             return Reply(["- User asked about rain in Taipei (tomorrow)."])
         return Reply(["ok"])
 
     fake.default = answer
-    env = await make_env(tmp_path, fake, policy=MemoryPolicy(keep_recent=2, summarize_at=4))
-    try:
-        conv = await new_conv(env)
-        await turn(env.service, conv, TAIPEI)
-        await turn(env.service, conv, KAOHSIUNG)  # 4 active messages: summarization is due
-        await env.service.wait_background()
-        assert isinstance(env.store.summarizer, GeminiSummarizer)
-        summary_request = fake.of("generateContent")[0]
-        prompt = summary_request.turns[0][1]
-        assert TAIPEI in prompt and "Previous memory" in prompt
-        assert "Keep every name, number" in summary_request.system_text
+    env = await make_env(policy=MemoryPolicy(keep_recent=2, summarize_at=4))
+    conv = await new_conv(env)
+    await turn(env.service, conv, TAIPEI)
+    await turn(env.service, conv, KAOHSIUNG)  # 4 active messages: summarization is due
+    await env.service.wait_background()
+    assert isinstance(env.store.summarizer, GeminiSummarizer)
+    summary_request = fake.of("generateContent")[0]
+    prompt = summary_request.turns[0][1]
+    assert TAIPEI in prompt and "Previous memory" in prompt
+    assert "Keep every name, number" in summary_request.system_text
 
-        await turn(env.service, conv, "What did I ask first?")
-        request = fake.last
-        assert MEMORY_NOTE_HEADER in request.system_text
-        assert "- User asked about rain in Taipei (tomorrow)." in request.system_text
-        assert request.turns == [
-            ("user", KAOHSIUNG),
-            ("model", "ok"),
-            ("user", "What did I ask first?"),
-        ]
-        preview = await env.service.preview(OWNER, conv)
-        assert preview.summary == "- User asked about rain in Taipei (tomorrow)."
-    finally:
-        await close(env)
+    await turn(env.service, conv, "What did I ask first?")
+    request = fake.last
+    assert MEMORY_NOTE_HEADER in request.system_text
+    assert "- User asked about rain in Taipei (tomorrow)." in request.system_text
+    assert request.turns == [
+        ("user", KAOHSIUNG),
+        ("model", "ok"),
+        ("user", "What did I ask first?"),
+    ]
+    preview = await env.service.preview(OWNER, conv)
+    assert preview.summary == "- User asked about rain in Taipei (tomorrow)."
 
 
 def test_memory_note_labels_summary_and_recalled_turns():
@@ -237,7 +243,7 @@ def test_memory_note_labels_summary_and_recalled_turns():
     assert compose_system("Persona: Mnemo", empty) == "Persona: Mnemo"
 
 
-async def test_background_summarization_never_delays_the_reply(tmp_path, fake):
+async def test_background_summarization_never_delays_the_reply(make_env, tmp_path, fake):
     class SlowSummarizer:
         def __init__(self):
             self.release = asyncio.Event()
@@ -247,25 +253,20 @@ async def test_background_summarization_never_delays_the_reply(tmp_path, fake):
             return "- User: Taipei and Kaohsiung weather."
 
     slow = SlowSummarizer()
-    env = await make_env(
-        tmp_path, fake, policy=MemoryPolicy(keep_recent=2, summarize_at=4), summarizer=slow
-    )
-    try:
-        conv = await new_conv(env)
-        await turn(env.service, conv, TAIPEI)
-        done = done_of(await turn(env.service, conv, KAOHSIUNG))
-        assert done.status == "ok"  # the reply arrived while the summarizer is stuck
-        status = await env.service.status(OWNER, conv)
-        assert status.summarizing
-        assert badge_text(status, "Gemini 2.5 Flash").startswith("🗜️ Summarizing…")
-        # Another turn goes through meanwhile too.
-        assert done_of(await turn(env.service, conv, "Thanks")).status == "ok"
-        slow.release.set()
-        await env.service.wait_background()
-        status = await env.service.status(OWNER, conv)
-        assert not status.summarizing and status.summaries == 1
-    finally:
-        await close(env)
+    env = await make_env(policy=MemoryPolicy(keep_recent=2, summarize_at=4), summarizer=slow)
+    conv = await new_conv(env)
+    await turn(env.service, conv, TAIPEI)
+    done = done_of(await turn(env.service, conv, KAOHSIUNG))
+    assert done.status == "ok"  # the reply arrived while the summarizer is stuck
+    status = await env.service.status(OWNER, conv)
+    assert status.summarizing
+    assert badge_text(status, "Gemini 2.5 Flash").startswith("🗜️ Summarizing…")
+    # Another turn goes through meanwhile too.
+    assert done_of(await turn(env.service, conv, "Thanks")).status == "ok"
+    slow.release.set()
+    await env.service.wait_background()
+    status = await env.service.status(OWNER, conv)
+    assert not status.summarizing and status.summaries == 1
 
 
 # -- preview, retry, undo ----------------------------------------------------------------
@@ -346,21 +347,17 @@ async def test_http_errors_keep_the_users_turn(env, fake, tmp_path, status, expe
     assert fake.last.turns == [("user", f"{TAIPEI}\n\n{KAOHSIUNG}")]
 
 
-async def test_connection_refused_keeps_the_users_turn(tmp_path, fake):
+async def test_connection_refused_keeps_the_users_turn(make_env, tmp_path, fake):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = await make_env(tmp_path, fake)
+    env = await make_env()
     env.service.model = GeminiModel("k", base_url=f"http://127.0.0.1:{port}")
-    try:
-        conv = await new_conv(env)
-        with pytest.raises(ModelUnavailable, match="Could not reach Gemini"):
-            await turn(env.service, conv, TAIPEI)
-        transcript = await env.store.transcript(OWNER, conv)
-        assert [(t.role, t.content) for t in transcript] == [("user", TAIPEI)]
-    finally:
-        await env.service.model.aclose()
-        await close(env)
+    conv = await new_conv(env)
+    with pytest.raises(ModelUnavailable, match="Could not reach Gemini"):
+        await turn(env.service, conv, TAIPEI)
+    transcript = await env.store.transcript(OWNER, conv)
+    assert [(t.role, t.content) for t in transcript] == [("user", TAIPEI)]
 
 
 async def test_stream_breaking_half_way_keeps_the_partial_reply(env, fake):
@@ -451,58 +448,49 @@ async def test_cancelling_the_task_keeps_the_partial_reply(env, fake):
 # -- quota (fail-closed) and storage (fail-open) --------------------------------------------
 
 
-async def test_quota_refuses_past_the_limit(tmp_path, fake):
-    env = await make_env(tmp_path, fake, quota=2)
-    try:
-        conv = await new_conv(env)
-        await turn(env.service, conv, "one")
-        await env.service.wait_background()
-        await turn(env.service, conv, "two")
-        await env.service.wait_background()
-        with pytest.raises(QuotaExceeded, match="2 messages in the last hour"):
-            await turn(env.service, conv, "three")
-        assert len(fake.requests) == 2
-        assert [t.content for t in await env.store.transcript(OWNER, conv)][-1] != "three"
-        # Reset still works when over quota; other owners are not affected.
-        assert isinstance((await turn(env.service, conv, "/reset"))[0], Cleared)
-        other = await new_conv(env, owner="owner-b")
-        assert isinstance((await turn(env.service, other, "hi", owner="owner-b"))[-1], Done)
-    finally:
-        await close(env)
+async def test_quota_refuses_past_the_limit(make_env, tmp_path, fake):
+    env = await make_env(quota=2)
+    conv = await new_conv(env)
+    await turn(env.service, conv, "one")
+    await env.service.wait_background()
+    await turn(env.service, conv, "two")
+    await env.service.wait_background()
+    with pytest.raises(QuotaExceeded, match="2 messages in the last hour"):
+        await turn(env.service, conv, "three")
+    assert len(fake.requests) == 2
+    assert [t.content for t in await env.store.transcript(OWNER, conv)][-1] != "three"
+    # Reset still works when over quota; other owners are not affected.
+    assert isinstance((await turn(env.service, conv, "/reset"))[0], Cleared)
+    other = await new_conv(env, owner="owner-b")
+    assert isinstance((await turn(env.service, other, "hi", owner="owner-b"))[-1], Done)
 
 
-async def test_quota_fails_closed_when_it_cannot_be_counted(tmp_path, fake):
+async def test_quota_fails_closed_when_it_cannot_be_counted(make_env, tmp_path, fake):
     class QuotaDown(ConversationStore):
         async def count_turn_requests(self, owner, since):
             raise StorageUnavailable("database is locked")
 
     store = await QuotaDown.open(tmp_path)
-    env = await make_env(tmp_path, fake, store=store, quota=100)
-    try:
-        conv = await new_conv(env)
-        with pytest.raises(QuotaExceeded, match="cannot check"):
-            await turn(env.service, conv, TAIPEI)
-        assert fake.requests == []
-    finally:
-        await close(env)
+    env = await make_env(store=store, quota=100)
+    conv = await new_conv(env)
+    with pytest.raises(QuotaExceeded, match="cannot check"):
+        await turn(env.service, conv, TAIPEI)
+    assert fake.requests == []
 
 
-async def test_broken_database_answers_without_history(tmp_path, fake):
+async def test_broken_database_answers_without_history(make_env, tmp_path, fake):
     (tmp_path / "mnemo.db").write_bytes(b"this is not a database " * 400)
     store = await FailOpenStore.open(tmp_path)
-    env = await make_env(tmp_path, fake, store=store, quota=None)
-    try:
-        events = await turn(env.service, "some-conversation", TAIPEI)
-        done = done_of(events)
-        assert done.degraded and not done.saved
-        assert fake.last.turns == [("user", TAIPEI)]
-        # The default persona still applies.
-        assert fake.last.system_text.startswith("Persona: ")
-        status = await env.service.status(OWNER, "some-conversation")
-        assert status.degraded
-        assert badge_text(status, "Gemini 2.5 Flash").startswith("⚠️ Memory unavailable")
-    finally:
-        await close(env)
+    env = await make_env(store=store, quota=None)
+    events = await turn(env.service, "some-conversation", TAIPEI)
+    done = done_of(events)
+    assert done.degraded and not done.saved
+    assert fake.last.turns == [("user", TAIPEI)]
+    # The default persona still applies.
+    assert fake.last.system_text.startswith("Persona: ")
+    status = await env.service.status(OWNER, "some-conversation")
+    assert status.degraded
+    assert badge_text(status, "Gemini 2.5 Flash").startswith("⚠️ Memory unavailable")
 
 
 # -- metrics -----------------------------------------------------------------------------
@@ -540,37 +528,50 @@ async def test_reply_cut_by_the_token_limit_is_marked_incomplete(env, fake):
     assert (reply.content, reply.incomplete) == ("A long answer that", True)
 
 
-async def test_open_builds_everything_from_settings(tmp_path, fake, monkeypatch):
+@pytest.fixture
+async def runtime_from_env(tmp_path, fake, monkeypatch):
+    """A Runtime over tmp_path built from settings alone: Gemini on the fake server."""
+    monkeypatch.setenv("MNEMO_MODEL", "gemini")
+    monkeypatch.setenv("GEMINI_API_KEY", "from-env")
+    monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
+    runtime = Runtime(str(tmp_path))
+    yield runtime
+    await runtime.close()
+    await runtime.model.aclose()
+
+
+async def test_runtime_builds_everything_from_settings(tmp_path, fake, monkeypatch):
     monkeypatch.setenv("MNEMO_MODEL", "gemini")
     monkeypatch.setenv("GEMINI_API_KEY", "from-env")
     monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
     monkeypatch.setenv("MNEMO_QUOTA_PER_HOUR", "7")
-    service = await ChatService.open(str(tmp_path))
+    runtime = Runtime(str(tmp_path))
     try:
-        assert service.quota_per_hour == 7
-        assert isinstance(service.store.store.summarizer, GeminiSummarizer)
-        conv = (await service.store.create_conversation(OWNER)).id
-        assert done_of(await turn(service, conv, TAIPEI)).model == "Gemini 2.5 Flash"
-        assert fake.last.headers["x-goog-api-key"] == "from-env"
-        assert (tmp_path / "mnemo.db").exists()
+        await _runtime_builds_everything(runtime, tmp_path, fake)
     finally:
-        await service.aclose()
+        await runtime.close()
+        await runtime.model.aclose()
 
 
-async def test_open_with_a_corrupt_database_still_answers(tmp_path, fake, monkeypatch):
+async def _runtime_builds_everything(runtime_from_env, tmp_path, fake):
+    service = await runtime_from_env.service()
+    assert service.quota_per_hour == 7
+    assert isinstance(service.store.store.summarizer, GeminiSummarizer)
+    conv = (await service.store.create_conversation(OWNER)).id
+    assert done_of(await turn(service, conv, TAIPEI)).model == "Gemini 2.5 Flash"
+    assert fake.last.headers["x-goog-api-key"] == "from-env"
+    assert (tmp_path / "mnemo.db").exists()
+    assert (await runtime_from_env.conversations()).service is service  # one of each
+
+
+async def test_runtime_with_a_corrupt_database_still_answers(runtime_from_env, tmp_path):
     (tmp_path / "mnemo.db").write_bytes(b"garbage " * 1000)
-    monkeypatch.setenv("MNEMO_MODEL", "gemini")
-    monkeypatch.setenv("GEMINI_API_KEY", "from-env")
-    monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
-    service = await ChatService.open(str(tmp_path))
-    try:
-        conv = (await service.store.create_conversation(OWNER)).id
-        done = done_of(await turn(service, conv, TAIPEI))
-        assert done.degraded and not done.saved and done.reply
-        assert (await service.status(OWNER, conv)).degraded
-        assert (tmp_path / "mnemo.db").read_bytes() == b"garbage " * 1000  # nothing overwritten
-    finally:
-        await service.aclose()
+    service = await runtime_from_env.service()
+    conv = (await service.store.create_conversation(OWNER)).id
+    done = done_of(await turn(service, conv, TAIPEI))
+    assert done.degraded and not done.saved and done.reply
+    assert (await service.status(OWNER, conv)).degraded
+    assert (tmp_path / "mnemo.db").read_bytes() == b"garbage " * 1000  # nothing overwritten
 
 
 async def test_storage_failing_mid_conversation_answers_without_history(env, fake):
@@ -596,103 +597,84 @@ async def test_reply_blocked_half_way_keeps_what_arrived(env, fake, tmp_path):
     assert metrics_rows(tmp_path)[0]["status"] == "refused"
 
 
-async def test_a_conversation_created_while_storage_was_down_still_chats(tmp_path, fake):
+async def test_a_conversation_created_while_storage_was_down_still_chats(make_env, tmp_path, fake):
     (tmp_path / "mnemo.db").write_bytes(b"garbage " * 1000)
     store = await FailOpenStore.open(tmp_path)
-    env = await make_env(tmp_path, fake, store=store)
-    try:
-        conv = await store.create_conversation(OWNER, persona_id="finance")
-        assert conv.id.startswith("unsaved-")  # exists only on screen
-        done = done_of(await turn(env.service, conv.id, TAIPEI))
-        assert done.degraded and not done.saved
-        assert fake.last.turns == [("user", TAIPEI)]
-    finally:
-        await close(env)
+    env = await make_env(store=store)
+    conv = await store.create_conversation(OWNER, persona_id="finance")
+    assert conv.id.startswith("unsaved-")  # exists only on screen
+    done = done_of(await turn(env.service, conv.id, TAIPEI))
+    assert done.degraded and not done.saved
+    assert fake.last.turns == [("user", TAIPEI)]
 
 
-async def test_recalled_turns_reach_the_model_in_the_memory_note(tmp_path, fake):
+async def test_recalled_turns_reach_the_model_in_the_memory_note(make_env, tmp_path, fake):
     env = await make_env(
-        tmp_path,
-        fake,
         policy=MemoryPolicy(keep_recent=2, summarize_at=4),
         summarizer=ExtractiveSummarizer(),
     )
-    try:
-        conv = await new_conv(env)
-        await turn(env.service, conv, "We had dinner at a restaurant called Casa Guedes.")
-        await turn(env.service, conv, "Then we walked along the river.")
-        await env.service.wait_background()  # the first exchange is now compacted
-        await turn(env.service, conv, "Which restaurant did we go to?")
-        system = fake.last.system_text
-        assert MEMORY_NOTE_HEADER in system
-        assert "Recalled older messages that match the new message" in system
-        recalled_part = system.split("Recalled older messages")[1]
-        assert "Casa Guedes" in recalled_part
-        assert all("Casa Guedes" not in text for _, text in fake.last.turns)
+    conv = await new_conv(env)
+    await turn(env.service, conv, "We had dinner at a restaurant called Casa Guedes.")
+    await turn(env.service, conv, "Then we walked along the river.")
+    await env.service.wait_background()  # the first exchange is now compacted
+    await turn(env.service, conv, "Which restaurant did we go to?")
+    system = fake.last.system_text
+    assert MEMORY_NOTE_HEADER in system
+    assert "Recalled older messages that match the new message" in system
+    recalled_part = system.split("Recalled older messages")[1]
+    assert "Casa Guedes" in recalled_part
+    assert all("Casa Guedes" not in text for _, text in fake.last.turns)
 
-        preview = await env.service.preview(OWNER, conv, draft="Was Casa Guedes expensive?")
-        assert any("Casa Guedes" in r["content"] for r in preview.recalled)
-        assert "Casa Guedes" in preview.system_instruction.split("Recalled older messages")[1]
-        assert (await env.service.preview(OWNER, conv)).recalled == []
-    finally:
-        await close(env)
+    preview = await env.service.preview(OWNER, conv, draft="Was Casa Guedes expensive?")
+    assert any("Casa Guedes" in r["content"] for r in preview.recalled)
+    assert "Casa Guedes" in preview.system_instruction.split("Recalled older messages")[1]
+    assert (await env.service.preview(OWNER, conv)).recalled == []
 
 
-async def test_quota_counts_turns_still_in_flight(tmp_path, fake):
-    env = await make_env(tmp_path, fake, quota=1)
-    try:
-        conv = await new_conv(env)
-        gate = threading.Event()
-        fake.reply("slow ", "reply", gate=gate)
-        first = env.service.send(OWNER, conv, "one")
-        assert await anext(first) == Delta("slow ")  # admitted, no metrics row yet
-        with pytest.raises(QuotaExceeded):
-            await turn(env.service, conv, "two, sent from another tab")
-        gate.set()
-        assert isinstance([e async for e in first][-1], Done)
-        await env.service.wait_background()
-        assert env.service._pending == {}
-    finally:
-        gate.set()
-        await close(env)
+async def test_quota_counts_turns_still_in_flight(make_env, tmp_path, fake):
+    env = await make_env(quota=1)
+    conv = await new_conv(env)
+    gate = threading.Event()
+    fake.reply("slow ", "reply", gate=gate)
+    first = env.service.send(OWNER, conv, "one")
+    assert await anext(first) == Delta("slow ")  # admitted, no metrics row yet
+    with pytest.raises(QuotaExceeded):
+        await turn(env.service, conv, "two, sent from another tab")
+    gate.set()
+    assert isinstance([e async for e in first][-1], Done)
+    await env.service.wait_background()
+    assert env.service._pending == {}
+    gate.set()
 
 
-async def test_failed_turns_release_their_quota_slot(tmp_path, fake):
-    env = await make_env(tmp_path, fake, quota=5)
-    try:
-        from memory import ConversationNotFound
+async def test_failed_turns_release_their_quota_slot(make_env, tmp_path, fake):
+    env = await make_env(quota=5)
+    from memory import ConversationNotFound
 
-        with pytest.raises(ConversationNotFound):
-            await turn(env.service, "missing", TAIPEI)
-        conv = await new_conv(env)
-        fake.error(500)
-        with pytest.raises(ModelUnavailable):
-            await turn(env.service, conv, TAIPEI)
-        with pytest.raises(NothingToRetry):
-            _ = [e async for e in env.service.retry(OWNER, await new_conv(env))]
-        await env.service.wait_background()
-        assert env.service._pending == {}
-        assert len(metrics_rows(tmp_path)) == 1  # only the model call that happened
-    finally:
-        await close(env)
-
-
-async def test_retry_right_after_a_summarization(tmp_path, fake):
-    env = await make_env(
-        tmp_path,
-        fake,
-        policy=MemoryPolicy(keep_recent=2, summarize_at=4),
-        summarizer=ExtractiveSummarizer(),
-    )
-    try:
-        conv = await new_conv(env)
+    with pytest.raises(ConversationNotFound):
+        await turn(env.service, "missing", TAIPEI)
+    conv = await new_conv(env)
+    fake.error(500)
+    with pytest.raises(ModelUnavailable):
         await turn(env.service, conv, TAIPEI)
-        await turn(env.service, conv, KAOHSIUNG)
-        await env.service.wait_background()
-        assert (await env.store.transcript(OWNER, conv))[-1].is_summary  # newest row
-        fake.reply("Again: sunny.")
-        done = done_of([e async for e in env.service.retry(OWNER, conv)])
-        assert done.reply == "Again: sunny."
-        assert fake.last.turns == [("user", KAOHSIUNG)]
-    finally:
-        await close(env)
+    with pytest.raises(NothingToRetry):
+        _ = [e async for e in env.service.retry(OWNER, await new_conv(env))]
+    await env.service.wait_background()
+    assert env.service._pending == {}
+    assert len(metrics_rows(tmp_path)) == 1  # only the model call that happened
+
+
+async def test_retry_right_after_a_summarization(make_env, tmp_path, fake):
+    env = await make_env(
+        policy=MemoryPolicy(keep_recent=2, summarize_at=4),
+        summarizer=ExtractiveSummarizer(),
+    )
+    conv = await new_conv(env)
+    await turn(env.service, conv, TAIPEI)
+    await turn(env.service, conv, KAOHSIUNG)
+    await env.service.wait_background()
+    assert (await env.store.transcript(OWNER, conv))[-1].is_summary  # newest row
+    fake.reply("Again: sunny.")
+    done = done_of([e async for e in env.service.retry(OWNER, conv)])
+    assert done.reply == "Again: sunny."
+    assert fake.last.turns == [("user", KAOHSIUNG)]

@@ -340,10 +340,14 @@ def test_a_missing_builtin_folder_is_a_clear_error(tmp_path: Path):
         PersonaRegistry(builtin_dir=tmp_path / "nope", data_dir=tmp_path / "data")
 
 
-def test_data_dir_defaults_to_the_environment(
+def test_the_data_dir_is_explicit_and_the_environment_is_not_read(
     builtin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
+    # assistant.config.data_dir is the one resolver; the registry only takes its answer.
     monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path / "env-data"))
-    registry = PersonaRegistry(builtin_dir=builtin_dir)
+    registry = PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path / "given")
     registry.save("alice", finance_text(20))
-    assert list((tmp_path / "env-data" / "personas").iterdir())
+    assert list((tmp_path / "given" / "personas").iterdir())
+    assert not (tmp_path / "env-data").exists()
+    with pytest.raises(TypeError):
+        PersonaRegistry(builtin_dir=builtin_dir)  # type: ignore[call-arg]

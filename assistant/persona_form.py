@@ -1,4 +1,4 @@
-"""The persona editor's form <-> YAML translation, over plain values.
+"""The persona editor's form <-> YAML translation, over plain values (the facade's editor ops).
 
 The YAML is the source of truth; the form edits a few of its fields. A form edit is merged into
 the current document and validated by the personas package, so both sides report the same

@@ -1,16 +1,17 @@
-"""FailOpenStore: when storage fails the chat still answers, and says memory is degraded."""
+"""assistant.failopen: when storage fails the chat still answers, and says memory is degraded."""
 
 from __future__ import annotations
 
+import inspect
 import sqlite3
 
 import pytest
 
+from assistant.failopen import FALLBACKS, FailOpenStore
 from memory import (
     ConversationNotFound,
     ConversationStore,
     EmptyMessage,
-    FailOpenStore,
     MessageTooLong,
     StorageUnavailable,
     TurnMetrics,
@@ -78,6 +79,53 @@ async def test_garbage_file_fails_open_and_recovers(tmp_path):
     assert (await store.append("ana", conv.id, "user", "saved now")).saved
     assert [h.turn_id for h in await store.search("ana", "saved")]
     assert not (await store.status("ana", conv.id)).degraded
+    await store.close()
+
+
+# Verbs outside FALLBACKS: the user asked for a change that cannot be made, or (the quota) a
+# check that must fail closed. With storage down each raises instead of pretending.
+FAILS_CLOSED = {
+    "count_turn_requests": ("ana", 0.0),
+    "get_conversation": ("ana", "c"),
+    "rename_conversation": ("ana", "c", "New name"),
+    "set_persona": ("ana", "c", "finance"),
+    "set_retention": ("ana", "c", 30),
+    "delete_conversation": ("ana", "c"),
+    "reset": ("ana", "c"),
+    "undo": ("ana", "c"),
+    "drop_last_reply": ("ana", "c"),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(FAILS_CLOSED))
+async def test_verbs_outside_the_table_raise_when_storage_is_down(tmp_path, verb):
+    write_garbage(tmp_path / "mnemo.db")
+    store = await FailOpenStore.open(tmp_path)
+    assert verb not in FALLBACKS
+    with pytest.raises(StorageUnavailable, match="move the file aside"):
+        await getattr(store, verb)(*FAILS_CLOSED[verb])
+
+
+def test_the_table_names_real_store_verbs():
+    store_verbs = {v for v in dir(ConversationStore) if not v.startswith("_")}
+    assert set(FALLBACKS) <= store_verbs
+    # Every other public async verb is in FAILS_CLOSED, so a new verb gets a conscious choice.
+    async_verbs = {
+        v
+        for v in store_verbs
+        if v not in ("open", "close")
+        and callable(getattr(ConversationStore, v))
+        and inspect.iscoroutinefunction(getattr(ConversationStore, v))
+    }
+    assert async_verbs - set(FALLBACKS) == set(FAILS_CLOSED)
+
+
+async def test_only_store_verbs_are_forwarded(tmp_path):
+    store = FailOpenStore(await ConversationStore.open(tmp_path))
+    with pytest.raises(AttributeError, match="no verb"):
+        store.not_a_verb  # noqa: B018
+    with pytest.raises(AttributeError):
+        store._write  # noqa: B018  (private helpers stay private)
     await store.close()
 
 

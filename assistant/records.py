@@ -1,0 +1,147 @@
+"""The typed records the `Conversations` facade returns to the UI and the HTTP API.
+
+Memory's own records (`Conversation`, `Turn`, `MemoryStatus`, `ResetResult`, `SearchHit`) pass
+through as they are and are re-exported here, so callers never import `memory`; persona records
+are the assistant's own (`PersonaInfo`), flat values with no pydantic model inside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memory import Conversation, MemoryStatus, ResetResult, SearchHit, Turn
+from personas import PersonaVersion, render_greeting
+
+from .chat import Preview
+
+__all__ = [
+    "Conversation",
+    "FormResult",
+    "MemoryStatus",
+    "OpenConversation",
+    "PersonaChange",
+    "PersonaDocument",
+    "PersonaDraft",
+    "PersonaInfo",
+    "Preview",
+    "ResetResult",
+    "SearchHit",
+    "SearchResult",
+    "SearchResults",
+    "TranscriptPage",
+    "Turn",
+]
+
+
+@dataclass(frozen=True)
+class PersonaInfo:
+    """One version of a persona as an owner has it."""
+
+    id: str
+    display_name: str
+    avatar: str | None
+    description: str | None
+    greeting: str  # rendered (placeholders filled); shown, never stored or sent
+    version: int  # 0 = built-in
+    source: Literal["builtin", "saved"]
+    label: str  # e.g. "v3 · saved 2026-11-30 06:12 UTC", for a versions list
+    saved_at: float | None
+
+    @classmethod
+    def of(cls, found: PersonaVersion) -> PersonaInfo:
+        persona = found.persona
+        return cls(
+            id=persona.id,
+            display_name=persona.display_name,
+            avatar=persona.avatar,
+            description=persona.description,
+            greeting=render_greeting(persona),
+            version=found.version,
+            source=found.source,
+            label=found.label,
+            saved_at=found.saved_at,
+        )
+
+
+@dataclass(frozen=True)
+class PersonaDocument:
+    """What the persona editor shows for one persona: the version in use and its history."""
+
+    info: PersonaInfo
+    yaml_text: str
+    system_prompt: str  # build_system_prompt() of this version
+    form: dict[str, Any]  # the form's fields (FORM_FIELDS order), as the widgets show them
+    versions: list[PersonaInfo]  # newest first; the built-in (v0) last when there is one
+    disk_error: str | None = None  # the built-in file on disk is broken; last good in use
+    fell_back: bool = False  # the persona asked for is unknown: this is the default one
+
+
+@dataclass(frozen=True)
+class PersonaDraft:
+    """YAML that validates (not saved): what the form and the preview show for it."""
+
+    id: str
+    display_name: str
+    system_prompt: str
+    form: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FormResult:
+    """A form edit merged into the YAML: the new text, and the prompt or the problems."""
+
+    yaml_text: str
+    system_prompt: str | None  # None when the merged document has problems
+    problems: list[str]
+
+
+@dataclass(frozen=True)
+class PersonaChange:
+    """After set_persona: the conversation, the persona it uses, whether anything changed."""
+
+    conversation: Conversation
+    persona: PersonaInfo
+    changed: bool
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    """A page of a conversation's stored turns, oldest first (summaries included)."""
+
+    turns: list[Turn]
+    earlier: int | None  # newest page: user/assistant messages older than it; else None
+    next_before: int | None  # pass as before_id for the page before this one; None: no more
+
+
+@dataclass(frozen=True)
+class OpenConversation:
+    """Everything the chat pane shows for one conversation, or for a new chat."""
+
+    state: Literal["open", "new", "missing", "unreadable"]
+    conversation: Conversation | None  # None unless state == "open"
+    persona: PersonaInfo
+    transcript: TranscriptPage
+    status: MemoryStatus | None  # None for a new chat (nothing remembered yet)
+    preview: Preview  # what the model receives with the next message
+    model: str  # display name of the model answering
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One conversation matching a search."""
+
+    conversation: Conversation
+    title: str  # the title with matches wrapped in the search's mark; "" when untitled
+    hits: list[SearchHit]  # its matching messages, newest first (may be empty: title match)
+    persona: PersonaInfo | None
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """A search over an owner's conversations, grouped by conversation, newest activity first."""
+
+    query: str
+    results: list[SearchResult] = field(default_factory=list)
+    searchable: bool = True  # False: the query has no word the index can match
+    available: bool = True  # False: storage is down, so nothing could be looked up
