@@ -24,10 +24,8 @@ import gradio as gr
 from assistant import config
 from assistant.badge import badge_text
 from assistant.chat import Cleared, Delta, Done
-from assistant.errors import AssistantError, UserError
+from assistant.errors import AssistantError
 from assistant.local import LocalModel
-from assistant.persona_form import FORM_FIELDS, apply_form, form_values
-from assistant.runtime import Runtime
 from memory import ConversationNotFound, MemoryStoreError, StorageUnavailable
 from personas import (
     DEFAULT_PERSONA_ID,
@@ -39,6 +37,8 @@ from personas import (
     render_greeting,
 )
 from ui import views
+from ui.persona_form import FORM_FIELDS, apply_form, form_values
+from ui.runtime import Runtime, app_data_dir, server_host
 from ui.sessions import browser_secret, owner_for
 
 log = logging.getLogger("mnemo.app")
@@ -439,27 +439,28 @@ async def _stream(
     the chat and in a toast; the Retry button under it asks again.
     """
     skip = gr.skip()
-    failure: UserError | None = None
+    failure: AssistantError | None = None
     cleared = None
     notice = None
     reply = ""
-    try:
-        chat = [*chat, {"role": "assistant", "content": ""}]
-        async for event in events:
-            if isinstance(event, Delta):
-                reply += event.text
-                chat[-1] = {"role": "assistant", "content": reply}
-                streaming = ChatView(conversation_id, skip, chat, *[skip] * 5)
-                yield (*streaming, False)
-            elif isinstance(event, Cleared):
-                cleared = event.result
-            elif isinstance(event, Done):
-                notice = event.notice
-    except UserError as exc:  # the facade's stream holds the turn lock meanwhile
-        failure = exc
-    finally:
-        with contextlib.suppress(Exception):
-            await events.aclose()  # type: ignore[attr-defined]
+    async with rt.turn(conversation_id):
+        try:
+            chat = [*chat, {"role": "assistant", "content": ""}]
+            async for event in events:
+                if isinstance(event, Delta):
+                    reply += event.text
+                    chat[-1] = {"role": "assistant", "content": reply}
+                    streaming = ChatView(conversation_id, skip, chat, *[skip] * 5)
+                    yield (*streaming, False)
+                elif isinstance(event, Cleared):
+                    cleared = event.result
+                elif isinstance(event, Done):
+                    notice = event.notice
+        except AssistantError as exc:
+            failure = exc
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
     with user_errors(action):
         view = await render_chat(rt, owner, conversation_id, shown=chat)
     extra = None
@@ -489,7 +490,7 @@ async def stream_reply(
         yield (*_unchanged(), True)
         return
     with user_errors("send your message"):
-        facade = await rt.conversations()
+        svc = await rt.service()
         store = await rt.store()
         if not conversation_id:
             persona = _persona_or_default(rt, owner, persona_id)
@@ -508,7 +509,7 @@ async def stream_reply(
         owner,
         conversation_id,
         _plain_chat(chat),
-        facade.send(owner, conversation_id, text),
+        svc.send(owner, conversation_id, text),
         "send your message",
     ):
         yield view
@@ -530,7 +531,7 @@ async def finish_turn(
     if done:
         return _unchanged()
     with user_errors("refresh the chat"):
-        await (await rt.conversations()).settled(conversation_id)
+        await rt.settled(conversation_id)
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -542,14 +543,9 @@ async def stream_retry(
         yield (*_unchanged(), True)
         return
     with user_errors("retry"):
-        conversations = await rt.conversations()
+        svc = await rt.service()
     async for view in _stream(
-        rt,
-        owner,
-        conversation_id,
-        _plain_chat(chat),
-        conversations.retry(owner, conversation_id),
-        "retry",
+        rt, owner, conversation_id, _plain_chat(chat), svc.retry(owner, conversation_id), "retry"
     ):
         yield view
 
@@ -1033,8 +1029,8 @@ def main() -> int:
     for noisy in ("httpx", "httpx2", "google_genai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        rt = Runtime()
-        host, port = config.host(), config.port()
+        rt = Runtime(app_data_dir())
+        host, port = server_host(), config.port()
     except AssistantError as exc:  # e.g. MNEMO_MODEL=gemini without a key
         print(f"Mnemo cannot start: {exc.message}", file=sys.stderr)
         return 2

@@ -385,13 +385,16 @@ class Conversations:
     ) -> AsyncIterator[ChatEvent]:
         # Held while the reply streams, so a refresh after Stop (settled()) sees the saved
         # partial reply rather than the state before it.
-        lock = self._turn_locks.setdefault(conv_id, asyncio.Lock())
-        async with lock:
+        async with self.turn_lock(conv_id):
             events = start(owner, conv_id, *args)
             async with contextlib.aclosing(events):
                 with user_errors(action):
                     async for event in events:
                         yield event
+
+    def turn_lock(self, conv_id: str) -> asyncio.Lock:
+        """The lock a reply streaming into this conversation holds."""
+        return self._turn_locks.setdefault(conv_id, asyncio.Lock())
 
     async def settled(self, conv_id: str | None, wait_s: float = 10.0) -> None:
         """Wait until no reply is streaming into this conversation (or the timeout passes)."""
