@@ -13,7 +13,8 @@ from assistant.gemini import GeminiModel
 from assistant.persona_form import apply_form
 from assistant.runtime import Runtime
 from personas import BUILTIN_DIR, load_persona_text
-from ui import views
+from ui import chat as chat_pane
+from ui import memory_badge, page, personas_tab, sidebar, views
 
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 OTHER = "b-other-bbbbbbbbbbbbbbbb"
@@ -21,10 +22,12 @@ OTHER = "b-other-bbbbbbbbbbbbbbbb"
 
 async def send(rt, owner, conversation_id, text, chat=None, persona_id=None):
     """What the browser does on Enter: accept, then stream; returns the last view."""
-    _box, chat, pending, _notice, _done = app.accept_message(text, chat or [])
+    _box, chat, pending, _notice, _done = chat_pane.accept_message(text, chat or [])
     return [
-        app.ChatView(*update[:-1])
-        async for update in app.stream_reply(rt, owner, conversation_id, pending, persona_id, chat)
+        page.ChatView(*update[:-1])
+        async for update in chat_pane.stream_reply(
+            rt, owner, conversation_id, pending, persona_id, chat
+        )
     ]
 
 
@@ -61,39 +64,42 @@ SKIP = type(gr.skip())
 
 
 def test_empty_input_does_nothing():
-    box, chat, pending, notice, done = app.accept_message("   ", [])
+    box, chat, pending, notice, done = chat_pane.accept_message("   ", [])
     assert pending == "" and done is True
     assert isinstance(box, SKIP) and isinstance(chat, SKIP)
     assert notice["visible"] is False
 
 
 def test_too_long_input_stays_in_the_box_with_the_limit():
-    box, chat, pending, notice, _done = app.accept_message("x" * 10_001, [])
+    box, chat, pending, notice, _done = chat_pane.accept_message("x" * 10_001, [])
     assert isinstance(box, SKIP) and isinstance(chat, SKIP) and pending == ""
     assert notice["visible"] is True
     assert "10,001" in notice["value"] and "10,000" in notice["value"]
 
 
 def test_controls_lock_while_answering_and_unlock_after():
-    locked = app.lock_controls(False)
-    assert len(locked) == app.LOCKED_WHILE_ANSWERING
+    # The controls that would switch or change the conversation under a streaming reply.
+    expected = {"new_chat", "conversations", "search", "persona", "reset", "rename", "delete"}
+    locked = chat_pane.lock_controls(False)
+    assert set(locked._fields) == expected
     assert all(u["interactive"] is False for u in locked)
-    assert all(isinstance(u, SKIP) for u in app.lock_controls(True))
-    box, *controls = app.input_ready()
+    assert all(isinstance(u, SKIP) for u in chat_pane.lock_controls(True))
+    ready = chat_pane.input_ready()
+    box = ready.chat_input
     assert box["submit_btn"] is True and box["stop_btn"] is False
-    assert len(controls) == app.LOCKED_WHILE_ANSWERING
-    assert all(u["interactive"] is True for u in controls)
+    assert set(ready._fields) == expected | {"chat_input"}
+    assert all(getattr(ready, name)["interactive"] is True for name in expected)
 
 
 async def test_nothing_pending_streams_nothing(rt, fake):
-    updates = [u async for u in app.stream_reply(rt, OWNER, None, "", None, [])]
+    updates = [u async for u in chat_pane.stream_reply(rt, OWNER, None, "", None, [])]
     assert len(updates) == 1 and updates[0][-1] is True
     assert all(isinstance(v, SKIP) for v in updates[0][:-1])
     assert fake.requests == []
 
 
 def test_accepted_message_shows_at_once_and_clears_the_box():
-    box, chat, pending, notice, done = app.accept_message(
+    box, chat, pending, notice, done = chat_pane.accept_message(
         " Hello ", [{"role": "assistant", "content": "Hi"}]
     )
     assert done is False and notice["visible"] is False
@@ -140,16 +146,16 @@ async def test_second_answer_is_given_the_first_exchange(rt, fake):
 async def test_stopped_reply_is_shown_as_saved(rt, fake):
     """Stop cancels the stream mid-way; the follow-up step re-reads the partial reply."""
     fake.reply("one ", "two ", "three ", "four", chunk_delay=0.2)
-    _box, chat, pending, _notice, done = app.accept_message("Count slowly", [])
-    stream = app.stream_reply(rt, OWNER, None, pending, None, chat)
+    _box, chat, pending, _notice, done = chat_pane.accept_message("Count slowly", [])
+    stream = chat_pane.stream_reply(rt, OWNER, None, pending, None, chat)
     conversation_id = None
     async for update in stream:
-        view = app.ChatView(*update[:-1])
+        view = page.ChatView(*update[:-1])
         conversation_id = conversation_id or view.conversation_id
         if not isinstance(view.chat, SKIP) and "two" in view.chat[-1]["content"]:
             break
     await stream.aclose()  # what Gradio's cancel amounts to for the handler
-    final = await app.finish_turn(rt, OWNER, conversation_id, done)
+    final = await chat_pane.finish_turn(rt, OWNER, conversation_id, done)
     role, shown = texts(final.chat)[-1]
     assert role == "assistant" and shown.startswith("one two")
     assert views.STOPPED_NOTE in shown
@@ -158,7 +164,7 @@ async def test_stopped_reply_is_shown_as_saved(rt, fake):
 
 async def test_finish_turn_leaves_a_completed_turn_alone(rt, fake):
     final = (await send(rt, OWNER, None, "Hello"))[-1]
-    unchanged = await app.finish_turn(rt, OWNER, final.conversation_id, True)
+    unchanged = await chat_pane.finish_turn(rt, OWNER, final.conversation_id, True)
     assert all(isinstance(v, SKIP) for v in unchanged)
 
 
@@ -175,7 +181,7 @@ async def test_reset_command_empties_memory_and_says_what_went(rt, fake):
 
 async def test_reset_button_empties_memory(rt, fake):
     first = (await send(rt, OWNER, None, "My name is Ada."))[-1]
-    view = await app.reset_memory(rt, OWNER, first.conversation_id)
+    view = await memory_badge.reset_memory(rt, OWNER, first.conversation_id)
     assert view.badge.startswith("💤 Nothing remembered yet")
     assert "forgot 2 messages" in view.chat[-1]["content"]
     svc = await rt.service()
@@ -185,8 +191,8 @@ async def test_reset_button_empties_memory(rt, fake):
 async def test_undo_drops_the_exchange_and_returns_the_text(rt, fake):
     first = (await send(rt, OWNER, None, "First question"))[-1]
     second = (await send(rt, OWNER, first.conversation_id, "Second question", first.chat))[-1]
-    *view, box = await app.undo_last(rt, OWNER, second.conversation_id)
-    view = app.ChatView(*view)
+    *view, box = await chat_pane.undo_last(rt, OWNER, second.conversation_id)
+    view = page.ChatView(*view)
     assert box["value"] == "Second question"
     assert [t for _, t in texts(view.chat)][-2:] == ["First question", "You said: First question"]
     assert view.badge.startswith("🧠 Remembering 2 messages")
@@ -195,12 +201,12 @@ async def test_undo_drops_the_exchange_and_returns_the_text(rt, fake):
 async def test_retry_regenerates_the_last_reply(rt, fake):
     fake.reply("First try.")
     first = (await send(rt, OWNER, None, "Tell me a joke"))[-1]
-    chat, _box, done = app.begin_retry(first.chat)
+    chat, _box, done = chat_pane.begin_retry(first.chat)
     assert chat[-1]["role"] == "user" and done is False
     fake.reply("Second try.")
-    updates = [u async for u in app.stream_retry(rt, OWNER, first.conversation_id, chat)]
+    updates = [u async for u in chat_pane.stream_retry(rt, OWNER, first.conversation_id, chat)]
     assert updates[-1][-1] is True
-    assert texts(app.ChatView(*updates[-1][:-1]).chat)[-2:] == [
+    assert texts(page.ChatView(*updates[-1][:-1]).chat)[-2:] == [
         ("user", "Tell me a joke"),
         ("assistant", "Second try."),
     ]
@@ -219,10 +225,10 @@ async def test_a_model_error_is_shown_and_the_message_kept(rt, fake):
     store = await rt.store()
     assert [t.content for t in await store.transcript(OWNER, final.conversation_id)] == ["Hello?"]
     # Retry asks again and answers the kept message.
-    chat, _, _ = app.begin_retry(final.chat)
+    chat, _, _ = chat_pane.begin_retry(final.chat)
     fake.reply("Here now.")
-    updates = [u async for u in app.stream_retry(rt, OWNER, final.conversation_id, chat)]
-    assert texts(app.ChatView(*updates[-1][:-1]).chat)[-2:] == [
+    updates = [u async for u in chat_pane.stream_retry(rt, OWNER, final.conversation_id, chat)]
+    assert texts(page.ChatView(*updates[-1][:-1]).chat)[-2:] == [
         ("user", "Hello?"),
         ("assistant", "Here now."),
     ]
@@ -232,37 +238,37 @@ async def test_switching_restores_the_transcript(rt, fake):
     a = (await send(rt, OWNER, None, "About apples"))[-1]
     b = (await send(rt, OWNER, None, "About bananas"))[-1]
     assert a.conversation_id != b.conversation_id
-    view = await app.switch_conversation(rt, OWNER, a.conversation_id)
+    view = await sidebar.switch_conversation(rt, OWNER, a.conversation_id)
     assert ("user", "About apples") in texts(view.chat)
     assert [cid for _, cid in view.conversations["choices"]] == [
         b.conversation_id,
         a.conversation_id,
     ]
-    latest = await app.open_latest(rt, OWNER)
+    latest = await page.open_latest(rt, OWNER)
     assert latest.conversation_id == b.conversation_id
 
 
 async def test_owners_never_see_each_other(rt, fake):
     mine = (await send(rt, OWNER, None, "A secret of mine"))[-1]
-    theirs = await app.open_latest(rt, OTHER)
+    theirs = await page.open_latest(rt, OTHER)
     assert theirs.conversation_id is None and theirs.conversations["choices"] == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        peek = await app.switch_conversation(rt, OTHER, mine.conversation_id)
+        peek = await sidebar.switch_conversation(rt, OTHER, mine.conversation_id)
     assert peek.conversation_id is None
     assert all("secret" not in m["content"] for m in peek.chat)
     with pytest.raises(gr.Error):
-        await app.rename_conversation(rt, OTHER, mine.conversation_id, "mine now")
+        await sidebar.rename_conversation(rt, OTHER, mine.conversation_id, "mine now")
 
 
 async def test_rename_and_delete(rt, fake):
     first = (await send(rt, OWNER, None, "Plan the trip"))[-1]
-    view = await app.rename_conversation(rt, OWNER, first.conversation_id, "  Trip to Tainan ")
+    view = await sidebar.rename_conversation(rt, OWNER, first.conversation_id, "  Trip to Tainan ")
     assert view.conversations["choices"][0][0].split("\n")[0].endswith("Trip to Tainan")
-    shown, text = await app.ask_delete(rt, OWNER, first.conversation_id)
+    shown, text = await sidebar.ask_delete(rt, OWNER, first.conversation_id)
     assert shown["visible"] is True and "Trip to Tainan" in text
-    *after, hidden = await app.confirm_delete(rt, OWNER, first.conversation_id)
-    after = app.ChatView(*after)
+    *after, hidden = await sidebar.confirm_delete(rt, OWNER, first.conversation_id)
+    after = page.ChatView(*after)
     assert hidden["visible"] is False
     assert after.conversation_id is None and after.conversations["choices"] == []
 
@@ -270,11 +276,11 @@ async def test_rename_and_delete(rt, fake):
 async def test_rename_needs_a_name(rt, fake):
     first = (await send(rt, OWNER, None, "Hello"))[-1]
     with pytest.raises(gr.Error, match="new name"):
-        await app.rename_conversation(rt, OWNER, first.conversation_id, "   ")
+        await sidebar.rename_conversation(rt, OWNER, first.conversation_id, "   ")
 
 
 async def test_new_chat_shows_the_persona_greeting_and_is_not_saved(rt, fake):
-    view = await app.new_chat(rt, OWNER, "finance")
+    view = await sidebar.new_chat(rt, OWNER, "finance")
     assert view.conversation_id is None
     assert view.persona["value"] == "finance"
     assert view.chat and view.chat[0]["role"] == "assistant"
@@ -288,7 +294,7 @@ async def test_new_chat_shows_the_persona_greeting_and_is_not_saved(rt, fake):
 
 async def test_changing_the_persona_of_a_conversation(rt, fake):
     first = (await send(rt, OWNER, None, "Hello"))[-1]
-    view = await app.change_persona(rt, OWNER, first.conversation_id, "sales")
+    view = await chat_pane.change_persona(rt, OWNER, first.conversation_id, "sales")
     assert view.persona["value"] == "sales"
     sales = rt.registry.get(OWNER, "sales").persona
     assert sales.display_name in view.inspector
@@ -309,8 +315,9 @@ WHERE = "line 3, column 19"
 
 
 async def test_editor_shows_yaml_form_versions_and_preview(rt):
-    picker, yaml_text, *rest = await app.show_editor(rt, OWNER, "finance")
-    form, (versions, preview, status) = rest[: len(app.FORM_FIELDS)], rest[len(app.FORM_FIELDS) :]
+    picker, yaml_text, *rest = await personas_tab.show_editor(rt, OWNER, "finance")
+    fields = len(personas_tab.FORM_FIELDS)
+    form, (versions, preview, status) = rest[:fields], rest[fields:]
     assert picker["value"] == "finance"
     assert "veto_threshold_pct" in yaml_text
     assert form[0] == rt.registry.get(OWNER, "finance").persona.display_name
@@ -321,13 +328,13 @@ async def test_editor_shows_yaml_form_versions_and_preview(rt):
 
 def test_yaml_edit_updates_form_and_preview():
     text = "id: tester\ndisplay_name: Tess\nrole_description: Tests things.\ntemperature: 0.3\n"
-    *form, preview, status = app.yaml_edited(text)
-    assert form[0] == "Tess" and form[app.FORM_FIELDS.index("temperature")] == 0.3
+    *form, preview, status = personas_tab.yaml_edited(text)
+    assert form[0] == "Tess" and form[personas_tab.FORM_FIELDS.index("temperature")] == 0.3
     assert "Tests things." in preview and "Valid" in status
 
 
 def test_broken_yaml_reports_line_and_column_and_leaves_the_form():
-    *form, _preview, status = app.yaml_edited(BROKEN)
+    *form, _preview, status = personas_tab.yaml_edited(BROKEN)
     assert WHERE in status
     assert all(isinstance(v, type(gr.skip())) for v in form)
 
@@ -335,7 +342,7 @@ def test_broken_yaml_reports_line_and_column_and_leaves_the_form():
 def test_form_edit_rewrites_the_yaml():
     text = "id: tester\ndisplay_name: Tess\nrole_description: Tests things.\n"
     values = ["Tess", "🧪", "Tests things.", "", "", "edge cases\nregressions", "", 0.5, "n: 3"]
-    new_yaml, preview, _status = app.form_edited(text, *values)
+    new_yaml, preview, _status = personas_tab.form_edited(text, *values)
     assert "avatar: 🧪" in new_yaml and "- regressions" in new_yaml and "n: 3" in new_yaml
     assert "temperature: 0.5" in new_yaml
     assert "edge cases" in preview
@@ -343,7 +350,7 @@ def test_form_edit_rewrites_the_yaml():
 
 def test_form_edit_waits_for_valid_yaml():
     values = ["X", "", "r", "", "", "", "", None, ""]
-    _new_yaml, _preview, status = app.form_edited(BROKEN, *values)
+    _new_yaml, _preview, status = personas_tab.form_edited(BROKEN, *values)
     assert "Fix the YAML first" in status
 
 
@@ -354,7 +361,7 @@ async def test_save_applies_from_the_next_message(rt, fake):
         "role_description: >\n", "role_description: >\n  Always answer like a pirate.\n", 1
     )
     assert edited != yaml_text
-    result = await app.save_persona(rt, OWNER, edited)
+    result = await personas_tab.save_persona(rt, OWNER, edited)
     assert "Saved as **v1**" in result[-1]
     await send(rt, OWNER, first.conversation_id, "Hi again")
     assert "Always answer like a pirate." in fake.last.system_text
@@ -365,28 +372,28 @@ async def test_save_applies_from_the_next_message(rt, fake):
 async def test_broken_save_keeps_the_old_persona(rt, fake):
     before = rt.registry.get(OWNER, "assistant")
     with pytest.warns(UserWarning, match="not saved"):  # the toast, outside a running app
-        result = await app.save_persona(rt, OWNER, BROKEN)
+        result = await personas_tab.save_persona(rt, OWNER, BROKEN)
     assert WHERE in result[-1] and "Not saved" in result[-1]
     assert rt.registry.get(OWNER, "assistant").version == before.version
 
 
 async def test_rollback_and_revert(rt):
     base = rt.registry.get(OWNER, "sales").yaml_text
-    await app.save_persona(rt, OWNER, base.replace("display_name:", "display_name: X", 1))
-    await app.save_persona(rt, OWNER, base)
-    out = await app.rollback_persona(rt, OWNER, "sales", 1)
+    await personas_tab.save_persona(rt, OWNER, base.replace("display_name:", "display_name: X", 1))
+    await personas_tab.save_persona(rt, OWNER, base)
+    out = await personas_tab.rollback_persona(rt, OWNER, "sales", 1)
     assert rt.registry.get(OWNER, "sales").version == 1 and "v1" in out[-1]
-    await app.revert_persona(rt, OWNER, "sales")
+    await personas_tab.revert_persona(rt, OWNER, "sales")
     assert rt.registry.get(OWNER, "sales").source == "builtin"
 
 
 async def test_retention_shows_in_the_badge(rt, fake):
     first = (await send(rt, OWNER, None, "Short-lived"))[-1]
     assert first.retention["value"] == 0
-    view = await app.set_retention(rt, OWNER, first.conversation_id, 30)
+    view = await sidebar.set_retention(rt, OWNER, first.conversation_id, 30)
     assert view.retention["value"] == 30
     assert "⏳ Forgets after 30 min idle" in view.badge
-    view = await app.set_retention(rt, OWNER, first.conversation_id, 0)
+    view = await sidebar.set_retention(rt, OWNER, first.conversation_id, 0)
     assert "⏳" not in view.badge
 
 
@@ -407,7 +414,7 @@ async def test_broken_database_still_answers_and_says_memory_is_off(tmp_path, fa
     (data / "mnemo.db").write_bytes(b"this is not a database" * 100)
     rt = Runtime(data, model=GeminiModel("test-key", base_url=fake.url))
     try:
-        opened = await app.open_latest(rt, OWNER)
+        opened = await page.open_latest(rt, OWNER)
         assert opened.conversation_id is None and opened.conversations["choices"] == []
         fake.reply("Still here.")
         final = (await send(rt, OWNER, None, "Hello?", opened.chat))[-1]
@@ -420,9 +427,9 @@ async def test_broken_database_still_answers_and_says_memory_is_off(tmp_path, fa
 
 async def test_own_persona_has_nothing_to_revert_to(rt):
     own = "id: owl\ndisplay_name: Owl\nrole_description: A wise owl.\n"
-    await app.save_persona(rt, OWNER, own)
+    await personas_tab.save_persona(rt, OWNER, own)
     with pytest.raises(gr.Error, match="no built-in version"):
-        await app.revert_persona(rt, OWNER, "owl")
+        await personas_tab.revert_persona(rt, OWNER, "owl")
     assert rt.registry.get(OWNER, "owl").persona.display_name == "Owl"
 
 
@@ -431,7 +438,7 @@ async def test_a_long_conversation_shows_its_latest_messages(rt, fake, monkeypat
     view = (await send(rt, OWNER, None, "one"))[-1]
     for text in ("two", "three"):
         view = (await send(rt, OWNER, view.conversation_id, text, view.chat))[-1]
-    view = await app.switch_conversation(rt, OWNER, view.conversation_id)
+    view = await sidebar.switch_conversation(rt, OWNER, view.conversation_id)
     assert texts(view.chat) == [
         ("assistant", "_… 2 earlier messages are not shown here._"),
         ("user", "two"),

@@ -5,10 +5,9 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-import app
 from assistant.gemini import GeminiModel
 from assistant.runtime import Runtime
-from ui import views
+from ui import sidebar, views
 
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 OTHER = "b-other-bbbbbbbbbbbbbbbb"
@@ -32,7 +31,7 @@ async def test_finds_messages_with_marked_snippets_newest_first(rt):
     older = await chat(rt, OWNER, "We ate ramen at Menya Musashi", "Noted: Menya Musashi.")
     await chat(rt, OWNER, "Plan a weekend in Tainan", "Start at Anping.")
     newer = await chat(rt, OWNER, "My sister loves ramen", "Ramen it is.")
-    view = await app.search_conversations(rt, OWNER, "  ramen ")
+    view = await sidebar.search_conversations(rt, OWNER, "  ramen ")
     assert view.hit_ids == [newer, older]
     rows = shown(view)
     assert "<mark>Ramen</mark> it is." in rows[0] and "2 matching messages" in rows[0]
@@ -45,7 +44,7 @@ async def test_finds_messages_with_marked_snippets_newest_first(rt):
 
 async def test_finds_a_title_and_marks_it(rt):
     renamed = await chat(rt, OWNER, "Hello", title="Trip to Kyoto")
-    view = await app.search_conversations(rt, OWNER, "kyoto")
+    view = await sidebar.search_conversations(rt, OWNER, "kyoto")
     assert view.hit_ids == [renamed]
     assert "Trip to <mark>Kyoto</mark>" in shown(view)[0]
     assert "title matches" in shown(view)[0]
@@ -53,7 +52,7 @@ async def test_finds_a_title_and_marks_it(rt):
 
 async def test_no_matches_says_so(rt):
     await chat(rt, OWNER, "About apples")
-    view = await app.search_conversations(rt, OWNER, "bananas")
+    view = await sidebar.search_conversations(rt, OWNER, "bananas")
     assert view.hit_ids == [] and view.results["visible"] is False
     assert view.status["value"].startswith("No matches") and view.status["visible"] is True
 
@@ -61,7 +60,7 @@ async def test_no_matches_says_so(rt):
 async def test_an_empty_box_brings_the_list_back(rt):
     await chat(rt, OWNER, "About apples")
     for query in ("", "   ", None):
-        view = await app.search_conversations(rt, OWNER, query)
+        view = await sidebar.search_conversations(rt, OWNER, query)
         assert view.hit_ids == [] and view.results["visible"] is False
         assert view.status["visible"] is False
         assert view.conversations["visible"] is True
@@ -77,14 +76,14 @@ HOSTILE = [
 @pytest.mark.parametrize("query", HOSTILE)
 async def test_hostile_queries_never_raise(rt, query):
     await chat(rt, OWNER, "We ate ramen")
-    view = await app.search_conversations(rt, OWNER, query)
+    view = await sidebar.search_conversations(rt, OWNER, query)
     assert view.status["visible"] is True
     assert view.status["value"].startswith("No matches") or view.results["visible"] is True
 
 
 async def test_user_text_is_escaped_in_results(rt):
     nasty = await chat(rt, OWNER, "<img src=x onerror=alert(1)> ramen & <b>bold</b>")
-    view = await app.search_conversations(rt, OWNER, "ramen")
+    view = await sidebar.search_conversations(rt, OWNER, "ramen")
     assert view.hit_ids == [nasty]
     row = shown(view)[0]
     assert "<img" not in row and "<b>" not in row
@@ -94,14 +93,14 @@ async def test_user_text_is_escaped_in_results(rt):
 async def test_another_owners_text_never_shows(rt):
     theirs = await chat(rt, OTHER, "Their secret ramen place", title="Secret ramen")
     mine = await chat(rt, OWNER, "My own ramen")
-    view = await app.search_conversations(rt, OWNER, "secret ramen")
+    view = await sidebar.search_conversations(rt, OWNER, "secret ramen")
     assert view.hit_ids == [mine]
     assert all("ecret" not in row for row in shown(view))
-    none = await app.search_conversations(rt, OWNER, "secret")
+    none = await sidebar.search_conversations(rt, OWNER, "secret")
     assert none.hit_ids == [] and none.status["value"].startswith("No matches")
     # A stale or forged row id still goes through the owner: nothing of theirs opens.
     with pytest.warns(UserWarning, match="no longer exists"):
-        opened = await app.open_search_hit(rt, OWNER, [theirs], 0)
+        opened = await sidebar.open_search_hit(rt, OWNER, [theirs], 0)
     assert opened.conversation_id is None
     assert all("secret" not in m["content"] for m in opened.chat)
 
@@ -109,9 +108,9 @@ async def test_another_owners_text_never_shows(rt):
 async def test_opening_a_hit_switches_to_that_conversation(rt):
     older = await chat(rt, OWNER, "We ate ramen at Menya Musashi", "Noted.")
     await chat(rt, OWNER, "Plan a weekend in Tainan", "Start at Anping.")
-    view = await app.search_conversations(rt, OWNER, "musashi")
-    opened = await app.open_search_hit(rt, OWNER, view.hit_ids, 0)
-    expected = await app.switch_conversation(rt, OWNER, older)
+    view = await sidebar.search_conversations(rt, OWNER, "musashi")
+    opened = await sidebar.open_search_hit(rt, OWNER, view.hit_ids, 0)
+    expected = await sidebar.switch_conversation(rt, OWNER, older)
     assert opened.conversation_id == older
     assert opened.chat == expected.chat and opened.badge == expected.badge
     assert opened.inspector == expected.inspector and opened.persona == expected.persona
@@ -124,7 +123,7 @@ async def test_opening_a_hit_switches_to_that_conversation(rt):
 @pytest.mark.parametrize("index", [None, -1, 1, 99])
 async def test_a_click_outside_the_results_changes_nothing(rt, index):
     only = await chat(rt, OWNER, "We ate ramen")
-    view = await app.open_search_hit(rt, OWNER, [only], index)
+    view = await sidebar.open_search_hit(rt, OWNER, [only], index)
     assert all(isinstance(part, type(gr.skip())) for part in view)
 
 
@@ -134,7 +133,7 @@ async def test_search_with_memory_unavailable_says_so(tmp_path, fake):
     (data / "mnemo.db").write_bytes(b"this is not a database" * 100)
     rt = Runtime(data, model=GeminiModel("test-key", base_url=fake.url))
     try:
-        view = await app.search_conversations(rt, OWNER, "ramen")
+        view = await sidebar.search_conversations(rt, OWNER, "ramen")
         assert view.hit_ids == [] and view.results["visible"] is False
         assert "unavailable" in view.status["value"]
     finally:

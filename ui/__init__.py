@@ -1,3 +1,4 @@
-"""The app's own helpers, kept out of `app.py` so it stays wiring: what the views show
-(`views`), who the owner is (`sessions`), the persona form <-> YAML (`persona_form`), and the
-long-lived services (`runtime`). No Gradio components, SQL, prompt text or model calls here."""
+"""The Gradio UI, one module per panel (`sidebar`, `chat`, `memory_badge`, `personas_tab`), each
+building its components (`render()`) and wiring its events (`wire()`); `page` holds what panels
+share and `errors` maps lower-layer errors to `gr.Error`. Helpers without components: what the
+views show (`views`) and who the owner is (`sessions`)."""

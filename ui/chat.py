@@ -1,0 +1,350 @@
+"""The chat pane: the transcript, the persona of this chat, and the message box.
+
+Sending shows the user's message at once (`queue=False`), locks the controls that would switch
+the conversation, then streams the reply (`.then()`); Stop, Retry and Undo act on that turn.
+Handlers are module-level functions over plain values; each takes the `Runtime` first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from assistant.chat import Cleared, Delta, Done
+from assistant.errors import AssistantError
+from assistant.runtime import Runtime
+from ui import views
+from ui.errors import user_errors
+from ui.page import (
+    QUIET,
+    ChatView,
+    Page,
+    extended,
+    outputs,
+    persona_choices,
+    persona_or_default,
+    plain_chat,
+    render_chat,
+    skipped,
+)
+
+MAX_CHARS = views.MAX_MESSAGE_CHARS
+
+# A streaming turn fills the ChatView and says whether its final state has arrived.
+TurnView = extended(ChatView, "TurnView", turn_done=bool)
+# Undo also puts the dropped message back in the input box.
+UndoneView = extended(ChatView, "UndoneView", chat_input=Any)
+
+
+class Accepted(NamedTuple):
+    """What the browser shows the moment a message is sent."""
+
+    chat_input: Any
+    chat: Any
+    pending: str  # the text the next step sends ("" = nothing to send)
+    input_notice: Any
+    turn_done: bool
+
+
+def accept_message(text: str, chat: list[dict[str, Any]] | None) -> Accepted:
+    """Show the user's message at once (queue=False); the reply streams in the next step.
+
+    Empty input does nothing; an over-long message stays in the box and the notice says how
+    much to cut.
+    """
+    text = (text or "").strip()
+    if not text:
+        return Accepted(gr.skip(), gr.skip(), "", gr.update(visible=False), True)
+    if len(text) > MAX_CHARS:
+        notice = gr.update(value="⚠️ " + views.too_long_message(len(text)), visible=True)
+        return Accepted(gr.skip(), gr.skip(), "", notice, True)
+    chat = [*(chat or []), {"role": "user", "content": text}]
+    box = gr.update(value="", submit_btn=False, stop_btn=True)
+    return Accepted(box, chat, text, gr.update(visible=False), False)
+
+
+class Locked(NamedTuple):
+    """While a reply streams, the controls that would switch or change the conversation wait
+    (Stop first); otherwise the stream's updates would land in whatever is shown instead."""
+
+    new_chat: Any
+    conversations: Any
+    search: Any
+    persona: Any
+    reset: Any
+    rename: Any
+    delete: Any
+
+
+# After a reply: the send button is back, and the locked controls with it.
+Unlocked = extended(Locked, "Unlocked", chat_input=Any)
+
+
+def lock_controls(done: bool) -> Locked:
+    """Disable sidebar and chat-header controls while a reply streams (unless nothing was
+    sent)."""
+    update = gr.skip() if done else gr.update(interactive=False)
+    return Locked._make(update for _ in Locked._fields)
+
+
+def input_ready() -> Any:
+    """After a reply (or a stop): the send button is back and the controls work again."""
+    box = gr.update(submit_btn=True, stop_btn=False, interactive=True)
+    return Unlocked(*(gr.update(interactive=True) for _ in Locked._fields), chat_input=box)
+
+
+async def _stream(
+    rt: Runtime,
+    owner: str,
+    conversation_id: str,
+    chat: list[dict[str, Any]],
+    events: AsyncIterator[Any],
+    action: str,
+) -> AsyncIterator[Any]:
+    """Yield TurnViews as the reply streams in, then the saved state with done=True.
+
+    A failed turn keeps the user's message (the service saved it) and says what went wrong in
+    the chat and in a toast; the Retry button under it asks again.
+    """
+    failure: AssistantError | None = None
+    cleared = None
+    notice = None
+    reply = ""
+    async with rt.turn(conversation_id):
+        try:
+            chat = [*chat, {"role": "assistant", "content": ""}]
+            async for event in events:
+                if isinstance(event, Delta):
+                    reply += event.text
+                    chat[-1] = {"role": "assistant", "content": reply}
+                    yield skipped(TurnView)._replace(
+                        conversation_id=conversation_id, chat=chat, turn_done=False
+                    )
+                elif isinstance(event, Cleared):
+                    cleared = event.result
+                elif isinstance(event, Done):
+                    notice = event.notice
+        except AssistantError as exc:
+            failure = exc
+        finally:
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
+    with user_errors(action):
+        view = await render_chat(rt, owner, conversation_id, shown=chat)
+    extra = None
+    if cleared is not None:
+        extra = views.reset_note(cleared)
+        gr.Info(extra)
+    elif failure is not None:
+        extra = f"⚠️ **Not answered.** {failure.message}"
+        gr.Warning(failure.message, title="The assistant could not answer")
+    elif notice:
+        gr.Info(notice)
+    if extra:
+        view = view._replace(chat=[*view.chat, {"role": "assistant", "content": extra}])
+    yield TurnView(*view, turn_done=True)
+
+
+async def stream_reply(
+    rt: Runtime,
+    owner: str,
+    conversation_id: str | None,
+    text: str,
+    persona_id: str | None,
+    chat: list[Any] | None,
+) -> AsyncIterator[Any]:
+    """Send the pending message and stream the reply. A new chat is saved first."""
+    if not text:  # empty or too long: accept_message already said so
+        yield skipped(TurnView)._replace(turn_done=True)
+        return
+    with user_errors("send your message"):
+        svc = await rt.service()
+        store = await rt.store()
+        if not conversation_id:
+            persona = persona_or_default(rt, owner, persona_id)
+            conversation = await store.create_conversation(owner, persona_id=persona.id)
+            conversation_id = conversation.id
+            # Show the new conversation in the sidebar before the reply arrives.
+            conversations = await store.list_conversations(owner)
+            _, avatars = persona_choices(rt, owner)
+            listed = gr.update(
+                choices=views.conversation_choices(conversations, avatars), value=conversation_id
+            )
+            yield skipped(TurnView)._replace(
+                conversation_id=conversation_id, conversations=listed, turn_done=False
+            )
+    async for view in _stream(
+        rt,
+        owner,
+        conversation_id,
+        plain_chat(chat),
+        svc.send(owner, conversation_id, text),
+        "send your message",
+    ):
+        yield view
+
+
+class RetryBegun(NamedTuple):
+    chat: Any
+    chat_input: Any
+    turn_done: bool
+
+
+def begin_retry(chat: list[Any] | None) -> RetryBegun:
+    """Drop the last reply from view at once; the new one streams in the next step."""
+    chat = plain_chat(chat)
+    while chat and chat[-1]["role"] == "assistant":
+        chat.pop()
+    return RetryBegun(chat, gr.update(submit_btn=False, stop_btn=True), False)
+
+
+async def finish_turn(rt: Runtime, owner: str, conversation_id: str | None, done: bool) -> ChatView:
+    """After a reply: nothing to do if the stream delivered its final state; after Stop it
+    did not, so re-read what was saved (the partial reply, marked as stopped)."""
+    if done:
+        return skipped(ChatView)
+    with user_errors("refresh the chat"):
+        await rt.settled(conversation_id)
+        return await render_chat(rt, owner, conversation_id)
+
+
+async def stream_retry(
+    rt: Runtime, owner: str, conversation_id: str | None, chat: list[Any] | None
+) -> AsyncIterator[Any]:
+    """Regenerate the last reply."""
+    if not conversation_id:
+        yield skipped(TurnView)._replace(turn_done=True)
+        return
+    with user_errors("retry"):
+        svc = await rt.service()
+    async for view in _stream(
+        rt, owner, conversation_id, plain_chat(chat), svc.retry(owner, conversation_id), "retry"
+    ):
+        yield view
+
+
+async def undo_last(rt: Runtime, owner: str, conversation_id: str | None) -> Any:
+    """Forget the last exchange (memory too) and put the message back in the input box."""
+    with user_errors("undo"):
+        if not conversation_id:
+            return UndoneView(*await render_chat(rt, owner, None), chat_input=gr.skip())
+        svc = await rt.service()
+        dropped = await svc.undo(owner, conversation_id)
+        text = next((t.content for t in dropped if t.role == "user"), None)
+        view = await render_chat(rt, owner, conversation_id)
+        return UndoneView(*view, chat_input=gr.update(value=text) if text else gr.skip())
+
+
+async def change_persona(
+    rt: Runtime, owner: str, conversation_id: str | None, persona_id: str
+) -> ChatView:
+    """Pick the persona of a new chat, or switch the current conversation to another one."""
+    with user_errors("change the persona"):
+        if conversation_id and persona_id:
+            store = await rt.store()
+            conversation = await store.get_conversation(owner, conversation_id)
+            if conversation.persona_id != persona_id:
+                await store.set_persona(owner, conversation_id, persona_id)
+                name = rt.registry.get(owner, persona_id).persona.display_name
+                gr.Info(f"{name} answers from your next message.")
+        return await render_chat(rt, owner, conversation_id, persona_id)
+
+
+# ---- layout and wiring -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatPane:
+    """The chat tab's components; `Page` shares the chat, the input and the persona picker."""
+
+    chat: gr.Chatbot
+    input_notice: gr.Markdown
+    persona: gr.Dropdown
+    chat_input: gr.Textbox
+    pending: gr.State  # the message being answered
+    turn_done: gr.State  # False while a reply streams
+
+
+def render() -> ChatPane:
+    """Build the chat pane (inside the chat tab)."""
+    pending = gr.State("")
+    turn_done = gr.State(True)
+    chat = gr.Chatbot(
+        elem_id="chat",
+        show_label=False,
+        height="calc(100vh - 310px)",
+        min_height=360,
+        buttons=["copy", "copy_all"],
+        layout="bubble",
+        group_consecutive_messages=False,  # a reset note is not the greeting
+        placeholder="Say something to start a conversation.",
+    )
+    input_notice = gr.Markdown(visible=False, elem_id="input-notice")
+    with gr.Row(elem_id="composer", equal_height=True):
+        persona = gr.Dropdown(
+            choices=[],
+            label="Persona",
+            show_label=False,
+            scale=0,
+            min_width=250,
+            elem_id="chat-persona",
+        )
+        chat_input = gr.Textbox(
+            show_label=False,
+            placeholder="Type a message — Enter to send, Shift+Enter for a new line",
+            lines=1,
+            max_lines=8,
+            submit_btn=True,
+            stop_btn=False,
+            autofocus=True,
+            scale=1,
+            elem_id="chat-input",
+        )
+    return ChatPane(chat, input_notice, persona, chat_input, pending, turn_done)
+
+
+def wire(rt: Runtime, page: Page, pane: ChatPane) -> None:
+    """Show the message at once, then stream; afterwards re-read what was saved (this also
+    runs after Stop, when the stream's own last update never arrives)."""
+    owner, conversation_id = page.owner, page.conversation_id
+    chat_view = outputs(ChatView, page)
+    turn = outputs(TurnView, page, pane)
+    locked = outputs(Locked, page)
+    unlocked = outputs(Unlocked, page)
+    pane.persona.input(
+        partial(change_persona, rt), [owner, conversation_id, pane.persona], chat_view, **QUIET
+    )
+    finish = partial(finish_turn, rt)
+    sent = pane.chat_input.submit(
+        accept_message,
+        [pane.chat_input, pane.chat],
+        outputs(Accepted, pane),
+        queue=False,
+        **QUIET,
+    ).then(lock_controls, [pane.turn_done], locked, queue=False, **QUIET)
+    reply = sent.then(
+        partial(stream_reply, rt),
+        [owner, conversation_id, pane.pending, pane.persona, pane.chat],
+        turn,
+        **QUIET,
+    )
+    reply.then(finish, [owner, conversation_id, pane.turn_done], chat_view, **QUIET).then(
+        input_ready, None, unlocked, queue=False, **QUIET
+    )
+    retried = (
+        pane.chat.retry(begin_retry, [pane.chat], outputs(RetryBegun, pane), queue=False, **QUIET)
+        .then(lock_controls, [pane.turn_done], locked, queue=False, **QUIET)
+        .then(partial(stream_retry, rt), [owner, conversation_id, pane.chat], turn, **QUIET)
+    )
+    retried.then(finish, [owner, conversation_id, pane.turn_done], chat_view, **QUIET).then(
+        input_ready, None, unlocked, queue=False, **QUIET
+    )
+    pane.chat_input.stop(None, None, None, cancels=[reply, retried], api_visibility="private")
+    pane.chat.undo(
+        partial(undo_last, rt), [owner, conversation_id], outputs(UndoneView, page), **QUIET
+    )

@@ -1,0 +1,84 @@
+"""The memory badge (what the assistant remembers, on every tab), its Reset button, and the
+inspector (what the model receives next, refreshed as the user types)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import gradio as gr
+
+from assistant.runtime import Runtime
+from ui import views
+from ui.errors import user_errors
+from ui.page import QUIET, ChatView, Page, outputs, render_chat
+
+log = logging.getLogger("mnemo.app")
+
+
+async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, draft: str) -> Any:
+    """While typing: the inspector, including older turns this message would recall."""
+    if not conversation_id:
+        return gr.skip()
+    try:
+        svc = await rt.service()
+        preview = await svc.preview(owner, conversation_id, draft=(draft or "").strip() or None)
+    except Exception:  # a preview is a nicety; never interrupt typing with an error
+        log.warning("inspector preview failed", exc_info=True)
+        return gr.skip()
+    return views.preview_markdown(preview)
+
+
+async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> ChatView:
+    """The Reset button: forget this conversation and say what was cleared."""
+    with user_errors("reset the memory"):
+        if not conversation_id:
+            gr.Info("Nothing to forget yet: this chat is new.")
+            return await render_chat(rt, owner, None)
+        svc = await rt.service()
+        result = await svc.reset(owner, conversation_id)
+        note = views.reset_note(result)
+        gr.Info(note)
+        view = await render_chat(rt, owner, conversation_id)
+        return view._replace(chat=[*view.chat, {"role": "assistant", "content": note}])
+
+
+# ---- layout and wiring -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryBadge:
+    badge: gr.Markdown
+    reset: gr.Button
+
+
+def render_badge() -> MemoryBadge:
+    """The header row; what the assistant remembers stays in view on every tab."""
+    with gr.Row(elem_id="chat-header", equal_height=True):
+        badge = gr.Markdown(elem_id="memory-badge")
+        reset_btn = gr.Button(
+            "🧹 Reset memory", size="sm", scale=0, min_width=140, elem_id="reset-btn"
+        )
+    return MemoryBadge(badge, reset_btn)
+
+
+def render_inspector() -> gr.Markdown:
+    """The inspector under the chat: the exact text the model receives next."""
+    with gr.Accordion("🔍 What the model receives next", open=False, elem_id="inspector"):
+        return gr.Markdown(elem_id="inspector-body")
+
+
+def wire(rt: Runtime, page: Page) -> None:
+    owner, conversation_id = page.owner, page.conversation_id
+    page.chat_input.input(
+        partial(preview_draft, rt),
+        [owner, conversation_id, page.chat_input],
+        [page.inspector],
+        trigger_mode="always_last",
+        **QUIET,
+    )
+    page.reset.click(
+        partial(reset_memory, rt), [owner, conversation_id], outputs(ChatView, page), **QUIET
+    )

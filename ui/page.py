@@ -1,0 +1,197 @@
+"""What every panel shares: the components more than one panel reads or fills (`Page`), and
+the `ChatView` of one conversation that the sidebar, the chat and the memory badge all show.
+
+Handlers return NamedTuples; `outputs()` lists the components a NamedTuple fills by its field
+names, so no event counts tuple positions. Each panel module builds its own components
+(`render()`) and wires its own events (`wire()`); `app.build_demo()` composes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from assistant.badge import badge_text
+from assistant.runtime import Runtime
+from memory import ConversationNotFound, StorageUnavailable
+from personas import DEFAULT_PERSONA_ID, PersonaNotFound, build_system_prompt, render_greeting
+from ui import views
+from ui.errors import user_errors
+
+# No progress overlays: replies stream visibly, other events are quick, and with
+# show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
+# The events are the UI's own, not an API: keep them out of the API and its docs.
+QUIET: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+
+
+@dataclass(frozen=True)
+class Page:
+    """The components that more than one panel reads or fills. Attribute names are the field
+    names of the handlers' NamedTuples (`ChatView`, `Locked`, ...), which is how `outputs()`
+    finds them."""
+
+    owner: gr.State
+    conversation_id: gr.State
+    conversations: gr.Radio  # sidebar
+    title: gr.Textbox  # sidebar: the rename box
+    retention: gr.Dropdown  # sidebar: "forget after"
+    new_chat: gr.Button  # sidebar
+    search: gr.Textbox  # sidebar
+    rename: gr.Button  # sidebar
+    delete: gr.Button  # sidebar
+    chat: gr.Chatbot  # chat
+    chat_input: gr.Textbox  # chat
+    persona: gr.Dropdown  # chat: the persona of this conversation
+    badge: gr.Markdown  # memory badge
+    reset: gr.Button  # memory badge
+    inspector: gr.Markdown  # memory inspector
+
+
+def outputs(shape: type, *sources: Any) -> list[Any]:
+    """The components a handler returning the NamedTuple `shape` fills, in its field order:
+    each field is looked up by name in the first source (a record or a mapping) that has it."""
+    found = []
+    for name in shape._fields:
+        for source in sources:
+            if isinstance(source, dict) and name in source:
+                found.append(source[name])
+                break
+            if not isinstance(source, dict) and hasattr(source, name):
+                found.append(getattr(source, name))
+                break
+        else:
+            raise AttributeError(f"{shape.__name__}.{name}: no component of that name to fill")
+    return found
+
+
+def extended(base: type, name: str, **fields: Any) -> Any:
+    """A NamedTuple with `base`'s fields followed by `fields` (name=type), e.g. a ChatView and
+    whether the turn is done."""
+    return NamedTuple(name, [*base.__annotations__.items(), *fields.items()])
+
+
+def skipped(shape: Any) -> Any:
+    """`shape` with every field left as it is on screen."""
+    return shape._make(gr.skip() for _ in shape._fields)
+
+
+# ---- the chat pane and sidebar for one conversation --------------------------------------
+
+
+class ChatView(NamedTuple):
+    """Everything the chat pane and the sidebar show for one conversation (or a new chat)."""
+
+    conversation_id: str | None
+    conversations: Any  # gr.update(choices=[(label, id)], value=id)
+    chat: Any  # list of Chatbot messages
+    persona: Any  # gr.update(choices=[(label, id)], value=id)
+    badge: str
+    inspector: str
+    title: Any  # the rename box
+    retention: Any  # the "forget after" picker
+
+
+def persona_or_default(rt: Runtime, owner: str, persona_id: str | None):
+    try:
+        return rt.registry.get(owner, persona_id or DEFAULT_PERSONA_ID).persona
+    except PersonaNotFound:
+        return rt.registry.get(owner, DEFAULT_PERSONA_ID).persona
+
+
+def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    versions = rt.registry.list(owner)
+    choices = [(views.persona_label(v.persona), v.persona.id) for v in versions]
+    avatars = {v.persona.id: v.persona.avatar or "💬" for v in versions}
+    return choices, avatars
+
+
+def plain_chat(chat: list[Any] | None) -> list[dict[str, Any]]:
+    return [
+        {"role": m["role"], "content": views.message_text(m.get("content"))}
+        for m in (chat or [])
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant")
+    ]
+
+
+async def render_chat(
+    rt: Runtime,
+    owner: str,
+    conversation_id: str | None,
+    persona_id: str | None = None,
+    shown: list[dict[str, Any]] | None = None,
+) -> ChatView:
+    """The chat pane for a conversation, or for a new chat with the given persona.
+
+    When storage is down the conversation cannot be read back: the chat keeps what is on
+    screen (`shown`) and the badge says memory is unavailable.
+    """
+    svc = await rt.service()
+    store = await rt.store()
+    conversations = await store.list_conversations(owner)
+    choices, avatars = persona_choices(rt, owner)
+    conversation = None
+    unreadable = False
+    if conversation_id:
+        try:
+            conversation = await store.get_conversation(owner, conversation_id)
+        except ConversationNotFound:
+            gr.Warning("That conversation no longer exists; showing a new chat instead.")
+            conversation_id = None
+        except StorageUnavailable:
+            unreadable = True
+    if conversation is not None:
+        persona = persona_or_default(rt, owner, conversation.persona_id)
+        turns = await store.transcript(owner, conversation.id, limit=views.SHOWN_ROWS)
+        listed_turns = sum(1 for t in turns if t.role in ("user", "assistant"))
+        chat = views.chat_messages(
+            turns, render_greeting(persona), hidden=conversation.message_count - listed_turns
+        )
+        status = await svc.status(owner, conversation.id)
+        preview = await svc.preview(owner, conversation.id)
+        badge = badge_text(status, rt.model_name)
+        title = conversation.title or ""
+        retention = conversation.retention_minutes or 0
+    else:
+        persona = persona_or_default(rt, owner, persona_id)
+        chat = views.chat_messages([], render_greeting(persona))
+        badge = views.draft_badge(rt.model_name)
+        preview = SimpleNamespace(
+            system_prompt=build_system_prompt(persona), summary=None, turns=[], chars=0, budget=0
+        )
+        title = ""
+        retention = 0
+        if unreadable:
+            chat = plain_chat(shown) or chat
+            badge = badge_text(await svc.status(owner, conversation_id or ""), rt.model_name)
+    listed = views.conversation_choices(conversations, avatars)
+    selected = conversation_id if any(cid == conversation_id for _, cid in listed) else None
+    return ChatView(
+        conversation_id=conversation_id,
+        conversations=gr.update(choices=listed, value=selected),
+        chat=chat,
+        persona=gr.update(choices=choices, value=persona.id),
+        badge=badge,
+        inspector=views.preview_markdown(preview),
+        title=gr.update(value=title, interactive=conversation is not None),
+        retention=gr.update(value=retention, interactive=conversation is not None),
+    )
+
+
+async def open_latest(rt: Runtime, owner: str) -> ChatView:
+    """On page load: the most recently active conversation, or a new chat."""
+    with user_errors("load your conversations"):
+        store = await rt.store()
+        conversations = await store.list_conversations(owner, limit=1)
+        latest = conversations[0].id if conversations else None
+        return await render_chat(rt, owner, latest)
+
+
+async def refresh_chat(
+    rt: Runtime, owner: str, conversation_id: str | None, persona_id: str | None = None
+) -> ChatView:
+    """Re-read the current chat (after a persona edit)."""
+    with user_errors("refresh the chat"):
+        return await render_chat(rt, owner, conversation_id, persona_id)

@@ -1,0 +1,288 @@
+"""The personas tab: pick a persona and a version, edit it as YAML or as a form kept in sync,
+validate, save a new version, roll back or revert, and preview the composed system prompt.
+
+YAML and form follow each other on user input only (`.input`), so one side's update never
+echoes back. Handlers are module-level functions over plain values; each takes the `Runtime`
+first when it needs one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from assistant.persona_form import FORM_FIELDS, apply_form, form_values
+from assistant.runtime import Runtime
+from personas import (
+    DEFAULT_PERSONA_ID,
+    InvalidPersona,
+    PersonaNotFound,
+    build_system_prompt,
+    load_persona_text,
+)
+from ui import views
+from ui.errors import user_errors
+from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
+
+_FORM = [(name, Any) for name in FORM_FIELDS]
+# The whole tab for one persona; the form's fields are named as in FORM_FIELDS.
+EditorView = NamedTuple(
+    "EditorView",
+    [
+        ("picker", Any),
+        ("yaml_text", str),
+        *_FORM,
+        ("versions", Any),
+        ("preview", str),
+        ("status", str),
+    ],
+)
+# After a YAML edit: the form, the preview and the status line.
+FormView = NamedTuple("FormView", [*_FORM, ("preview", Any), ("status", str)])
+
+
+class YamlView(NamedTuple):
+    """After a form edit: the merged YAML, the preview and the status line."""
+
+    yaml_text: Any
+    preview: Any
+    status: str
+
+
+async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
+    """The persona tab for one persona: YAML, form, versions, live preview."""
+    with user_errors("open the persona"):
+        choices, _ = persona_choices(rt, owner)
+        try:
+            current = rt.registry.get(owner, persona_id or DEFAULT_PERSONA_ID)
+        except PersonaNotFound:
+            current = rt.registry.get(owner, DEFAULT_PERSONA_ID)
+        versions = rt.registry.versions(owner, current.id)
+        status = f"Version **v{current.version}** is in use" + (
+            " (built-in)." if current.source == "builtin" else "."
+        )
+        disk_error = rt.registry.last_error(current.id)
+        if disk_error:
+            status += (
+                "\n\n⚠️ The built-in file on disk is broken; the last good version is used:"
+                f"\n\n{disk_error}"
+            )
+        return EditorView(
+            picker=gr.update(choices=choices, value=current.id),
+            yaml_text=current.yaml_text,
+            **dict(zip(FORM_FIELDS, form_values(current.persona), strict=True)),
+            versions=gr.update(
+                choices=[(v.label, v.version) for v in versions], value=current.version
+            ),
+            preview=build_system_prompt(current.persona),
+            status=status,
+        )
+
+
+def yaml_edited(yaml_text: str) -> Any:
+    """Typing in the YAML: refresh the form and the preview, or show the problems."""
+    try:
+        persona = load_persona_text(yaml_text or "")
+    except InvalidPersona as exc:
+        return skipped(FormView)._replace(status=views.problems_markdown(exc.problems))
+    return FormView(*form_values(persona), build_system_prompt(persona), "✏️ Valid, not saved yet.")
+
+
+def form_edited(yaml_text: str, *values: Any) -> YamlView:
+    """Editing the form: merge into the YAML and refresh the preview."""
+    edits = dict(zip(FORM_FIELDS, values, strict=True))
+    new_text, persona, problems = apply_form(yaml_text or "", edits)
+    if persona is None:
+        return YamlView(
+            yaml_text=new_text if new_text != yaml_text else gr.skip(),
+            preview=gr.skip(),
+            status=views.problems_markdown(problems),
+        )
+    return YamlView(new_text, build_system_prompt(persona), "✏️ Valid, not saved yet.")
+
+
+def validate_persona(yaml_text: str) -> str:
+    try:
+        persona = load_persona_text(yaml_text or "")
+    except InvalidPersona as exc:
+        return views.problems_markdown(exc.problems)
+    return f"✅ Valid: **{persona.display_name}** (`{persona.id}`). Save to use it."
+
+
+async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
+    """Save a new version; a bad document changes nothing and says where it is wrong."""
+    try:
+        saved = rt.registry.save(owner, yaml_text or "")
+    except InvalidPersona as exc:
+        gr.Warning("The persona was not saved: fix the problems listed under the editor.")
+        problems = views.problems_markdown(exc.problems, saved=False)
+        return skipped(EditorView)._replace(status=problems)
+    with user_errors("save the persona"):
+        gr.Info(f"Saved {saved.persona.display_name} v{saved.version}: used from the next message.")
+        view = await show_editor(rt, owner, saved.id)
+        return view._replace(
+            status=f"✅ Saved as **v{saved.version}**; used from the next message."
+        )
+
+
+async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: int | None) -> Any:
+    with user_errors("roll back the persona"):
+        if version is None:
+            raise gr.Error("Pick a version in the list first.")
+        restored = rt.registry.rollback(owner, persona_id, int(version))
+        gr.Info(f"{restored.persona.display_name} is back to v{restored.version}.")
+        return await show_editor(rt, owner, persona_id)
+
+
+async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> Any:
+    with user_errors("revert the persona"):
+        if not rt.registry.is_builtin(persona_id):
+            raise gr.Error(
+                "This persona is your own, so it has no built-in version. "
+                "Pick an earlier version in the list and use that instead.",
+                title="Nothing to revert to",
+            )
+        restored = rt.registry.revert_to_builtin(owner, persona_id)
+        gr.Info(f"{restored.persona.display_name} is back to its built-in version.")
+        return await show_editor(rt, owner, persona_id)
+
+
+# ---- layout and wiring -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PersonasTab:
+    """The tab's components; `form` maps each of FORM_FIELDS to its widget."""
+
+    picker: gr.Dropdown
+    versions: gr.Dropdown
+    rollback: gr.Button
+    revert: gr.Button
+    yaml_text: gr.Code
+    status: gr.Markdown
+    validate: gr.Button
+    save: gr.Button
+    form: dict[str, Any]
+    preview: gr.Textbox
+
+
+def _render_form() -> dict[str, Any]:
+    return {
+        "display_name": gr.Textbox(label="Display name", max_lines=1, elem_id="f-display_name"),
+        "avatar": gr.Textbox(label="Avatar", max_lines=1, elem_id="f-avatar"),
+        "role_description": gr.Textbox(label="Role", lines=3, elem_id="f-role_description"),
+        "language": gr.Textbox(label="Language", max_lines=1, elem_id="f-language"),
+        "personality": gr.Textbox(label="Personality", lines=2, elem_id="f-personality"),
+        "focus_areas": gr.Textbox(
+            label="Focus areas (one per line)", lines=3, elem_id="f-focus_areas"
+        ),
+        "special_rules": gr.Textbox(
+            label="Rules (one per line)", lines=3, elem_id="f-special_rules"
+        ),
+        "temperature": gr.Number(
+            label="Temperature (0–2; empty = model default)",
+            minimum=0,
+            maximum=2,
+            step=0.1,
+            elem_id="f-temperature",
+        ),
+        "parameters": gr.Code(
+            language="yaml",
+            label="Parameters (name: value, one per line)",
+            lines=2,
+            elem_id="f-parameters",
+        ),
+    }
+
+
+def render() -> PersonasTab:
+    """Build the tab's contents (inside its gr.Tab)."""
+    with gr.Row(elem_id="persona-bar"):
+        picker = gr.Dropdown(choices=[], label="Persona", elem_id="persona-picker", scale=2)
+        versions = gr.Dropdown(choices=[], label="Versions", elem_id="persona-versions", scale=2)
+        with gr.Column(scale=1, min_width=180, elem_id="version-actions"):
+            rollback_btn = gr.Button("↩️ Use this version", size="sm", elem_id="rollback-btn")
+            revert_btn = gr.Button("Revert to built-in", size="sm", elem_id="revert-btn")
+    with gr.Row():
+        with gr.Column(scale=3):
+            yaml_text = gr.Code(
+                language="yaml",
+                label="YAML",
+                lines=22,
+                max_lines=40,
+                wrap_lines=True,
+                elem_id="persona-yaml",
+            )
+            status = gr.Markdown(elem_id="persona-status")
+            with gr.Row():
+                validate_btn = gr.Button("Validate", elem_id="validate-btn")
+                save_btn = gr.Button(
+                    "💾 Save as new version", variant="primary", elem_id="save-btn"
+                )
+        with gr.Column(scale=2):
+            form = _render_form()
+    with gr.Accordion("Composed system prompt (live preview)", open=True, elem_id="preview"):
+        preview = gr.Textbox(
+            show_label=False,
+            interactive=False,
+            lines=8,
+            max_lines=30,
+            buttons=["copy"],
+            elem_id="persona-preview",
+        )
+    return PersonasTab(
+        picker=picker,
+        versions=versions,
+        rollback=rollback_btn,
+        revert=revert_btn,
+        yaml_text=yaml_text,
+        status=status,
+        validate=validate_btn,
+        save=save_btn,
+        form=form,
+        preview=preview,
+    )
+
+
+def wire(rt: Runtime, page: Page, tab: PersonasTab, loaded: Any) -> None:
+    """Connect the tab's events; `loaded` is the page-load step after which the editor opens."""
+    owner = page.owner
+    editor = outputs(EditorView, tab.form, tab)
+    form = [tab.form[name] for name in FORM_FIELDS]  # form_edited's arguments, in order
+    loaded.then(partial(show_editor, rt), [owner, tab.picker], editor, **QUIET)
+    tab.picker.input(partial(show_editor, rt), [owner, tab.picker], editor, **QUIET)
+    tab.yaml_text.input(
+        yaml_edited,
+        [tab.yaml_text],
+        outputs(FormView, tab.form, tab),
+        trigger_mode="always_last",
+        **QUIET,
+    )
+    for field in form:
+        field.input(
+            form_edited,
+            [tab.yaml_text, *form],
+            outputs(YamlView, tab),
+            trigger_mode="always_last",
+            **QUIET,
+        )
+    tab.validate.click(validate_persona, [tab.yaml_text], [tab.status], **QUIET)
+    changed = [
+        tab.save.click(partial(save_persona, rt), [owner, tab.yaml_text], editor, **QUIET),
+        tab.rollback.click(
+            partial(rollback_persona, rt), [owner, tab.picker, tab.versions], editor, **QUIET
+        ),
+        tab.revert.click(partial(revert_persona, rt), [owner, tab.picker], editor, **QUIET),
+    ]
+    # A saved, rolled back or reverted persona shows in the chat at once (name, greeting).
+    chat_view = outputs(ChatView, page)
+    for event in changed:
+        event.then(
+            partial(refresh_chat, rt),
+            [owner, page.conversation_id, page.persona],
+            chat_view,
+            **QUIET,
+        )
