@@ -41,8 +41,8 @@ from personas import (
     build_system_prompt,
     load_persona_text,
 )
+from personas import form as persona_form
 
-from . import persona_form
 from .chat import ChatEvent, ChatService, Preview, check_message
 from .errors import (
     InvalidInput,

@@ -7,12 +7,11 @@ prompt = build_system_prompt(reg.get(owner, "assistant").persona)
 
 from .compose import build_system_prompt, fill_placeholders, render_greeting
 from .errors import InvalidPersona, PersonaError, PersonaLimitReached, PersonaNotFound, Problem
-from .form import FORM_FIELDS, apply_form_values, form_values
+from .form import FORM_FIELDS, FormValues, MergedForm, apply_form, form_values
 from .loader import (
     MAX_DOCUMENT_BYTES,
     load_persona_text,
     persona_to_yaml,
-    read_persona_mapping,
     validate_yaml,
 )
 from .model import DEFAULT_PERSONA_ID, FIELD_NAMES, Persona
@@ -24,7 +23,9 @@ __all__ = [
     "FIELD_NAMES",
     "FORM_FIELDS",
     "MAX_DOCUMENT_BYTES",
+    "FormValues",
     "InvalidPersona",
+    "MergedForm",
     "Persona",
     "PersonaError",
     "PersonaLimitReached",
@@ -32,13 +33,12 @@ __all__ = [
     "PersonaRegistry",
     "PersonaVersion",
     "Problem",
-    "apply_form_values",
+    "apply_form",
     "build_system_prompt",
     "fill_placeholders",
     "form_values",
     "load_persona_text",
     "persona_to_yaml",
-    "read_persona_mapping",
     "render_greeting",
     "validate_yaml",
 ]

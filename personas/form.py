@@ -1,149 +1,154 @@
 """Form <-> YAML for the persona editor.
 
-The editor shows one persona two ways: a YAML document and a form of the most edited fields.
-`form_values()` fills the form from YAML; `apply_form_values()` writes form edits back into the
-YAML, keeping every field the form does not show. The merged YAML is not validated here: the
-editor validates it like typed YAML, so errors point at lines of the text the user sees.
-Comments in the YAML are not kept when the form rewrites it.
+The editor shows one persona two ways: a YAML document (the source of truth) and a form of the
+fields people edit most. `form_values()` fills the form from a persona; `apply_form()` merges
+form edits into the document, keeping its leading comments and every field the form does not
+show, writes it with the one persona dumper (`loader.dump_persona_mapping`) and validates it,
+so the form and the YAML report problems in the same words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import yaml
 
 from .errors import InvalidPersona, Problem
-from .loader import dump_persona_mapping, load_persona_text, read_persona_mapping
+from .loader import dump_persona_mapping, load_persona_text
 from .model import Persona
 
-FORM_FIELDS = (
+# The form's fields, in the order the editor shows them.
+FORM_FIELDS: tuple[str, ...] = (
     "display_name",
     "avatar",
-    "description",
     "role_description",
     "language",
     "personality",
     "focus_areas",
-    "decision_priority",
-    "response_format",
-    "conclusion_label",
     "special_rules",
-    "greeting",
     "temperature",
     "parameters",
 )
-LIST_FIELDS = ("focus_areas", "decision_priority", "special_rules")
+LIST_FIELDS = frozenset({"focus_areas", "special_rules"})
+# Kept when emptied, so the problems say what to write instead of the field vanishing.
+_KEPT_EMPTY = frozenset({"display_name", "role_description"})
+_PARAMETERS_HINT = "write one `name: value` per line, e.g. `veto_threshold_pct: 15`"
+
+# A persona's values as the form shows them, one field per form widget (a tuple in FORM_FIELDS
+# order, with the names as attributes).
+FormValues = NamedTuple("FormValues", [(name, Any) for name in FORM_FIELDS])
 
 
-def lines_to_list(value: str | Iterable[str] | None) -> list[str]:
-    """One item per non-blank line; a leading '- ' or '* ' bullet is dropped."""
-    if value is None:
-        return []
-    raw = value.splitlines() if isinstance(value, str) else [str(v) for v in value]
-    items = []
-    for line in raw:
-        text = line.strip()
-        if text[:2] in ("- ", "* "):
-            text = text[2:].strip()
-        if text:
-            items.append(text)
-    return items
+class MergedForm(NamedTuple):
+    """A form edit merged into the YAML: the new text, and the persona or what is wrong."""
+
+    yaml_text: str
+    persona: Persona | None
+    problems: list[str]
 
 
-def list_to_lines(items: Iterable[str]) -> str:
-    return "\n".join(items)
+def lines_to_list(text: str | None) -> list[str]:
+    """One item per non-blank line, trimmed."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-def _scalar(text: str) -> Any:
-    # Numbers typed in a text box become numbers; anything else stays the text as typed.
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    return text
+def parameters_to_text(parameters: Mapping[str, Any]) -> str:
+    """Parameters as the form shows them: `name: value` lines (a small YAML mapping)."""
+    return dump_persona_mapping(dict(parameters)).strip() if parameters else ""
 
 
-def parse_parameters(value: str | Mapping[str, Any] | Iterable[Any] | None) -> dict[str, Any]:
-    """Parameters from `name: value` lines, a mapping, or rows of [name, value]."""
-    if value is None:
+def parse_parameters(text: str | None) -> dict[str, Any]:
+    """`name: value` lines into a mapping; InvalidPersona says how to write them."""
+    text = (text or "").strip()
+    if not text:
         return {}
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, str):
-        rows: list[tuple[Any, Any]] = []
-        for number, line in enumerate(value.splitlines(), 1):
-            if not line.strip():
-                continue
-            name, sep, raw = line.partition(":")
-            if not sep:
-                raise InvalidPersona(
-                    [
-                        Problem(
-                            "parameters",
-                            f"form line {number} {line.strip()!r} needs `name: value`, "
-                            "e.g. `veto_threshold_pct: 15`",
-                        )
-                    ]
-                )
-            rows.append((name, raw))
-    else:
-        rows = [tuple(row)[:2] for row in value if row and any(str(c).strip() for c in row)]
-    result: dict[str, Any] = {}
-    for name, raw in rows:
-        result[str(name).strip()] = _scalar(raw.strip()) if isinstance(raw, str) else raw
-    return result
-
-
-def parameters_to_lines(parameters: Mapping[str, Any]) -> str:
-    return "\n".join(f"{name}: {value}" for name, value in parameters.items())
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidPersona([Problem("parameters", _PARAMETERS_HINT)]) from exc
+    if not isinstance(data, dict):
+        raise InvalidPersona([Problem("parameters", _PARAMETERS_HINT)])
+    return data
 
 
 def _temperature(value: Any) -> Any:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, str):
-        return _scalar(value.strip())
-    return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value  # left as typed, so the validator reports it as it would in the YAML
 
 
-def form_values(source: Persona | str) -> dict[str, Any]:
-    """Values for the editor's form: texts, list fields as one item per line, parameters as
-    `name: value` lines, temperature as a number or None. `source` is a Persona or valid YAML."""
-    persona = source if isinstance(source, Persona) else load_persona_text(source)
+def form_values(persona: Persona) -> FormValues:
+    """The form's values for a persona: texts as they are, lists one item per line, parameters
+    as `name: value` lines, temperature a number or None."""
     values: dict[str, Any] = {}
-    for field in FORM_FIELDS:
-        value = getattr(persona, field)
-        if field in LIST_FIELDS:
-            value = list_to_lines(value)
-        elif field == "parameters":
-            value = parameters_to_lines(value)
-        values[field] = value
-    return values
+    for name in FORM_FIELDS:
+        value = getattr(persona, name)
+        if name in LIST_FIELDS:
+            value = "\n".join(value)
+        elif name == "parameters":
+            value = parameters_to_text(value)
+        values[name] = value
+    return FormValues(**values)
 
 
-def apply_form_values(yaml_text: str, **values: Any) -> str:
-    """YAML text with the given form fields replaced; other fields stay as they were.
+def _leading_comments(text: str) -> str:
+    """The comment lines a document starts with, kept across a form edit."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines) + "\n" if lines else ""
 
-    Accepts the shapes `form_values()` returns (and lists/mappings). A field given as an empty
-    value is removed. Raises InvalidPersona if `yaml_text` is not a readable YAML mapping (fix
-    the YAML first); the result itself is not validated — run `validate_yaml` on it.
+
+def _document_value(name: str, value: Any) -> Any:
+    """A form widget's value as the YAML document holds it."""
+    if name in LIST_FIELDS:
+        return lines_to_list(value)
+    if name == "parameters":
+        return parse_parameters(value)
+    if name == "temperature":
+        return _temperature(value)
+    return value.strip() if isinstance(value, str) else value
+
+
+def apply_form(yaml_text: str, values: Mapping[str, Any]) -> MergedForm:
+    """Merge form values (by field name) into the YAML document and validate the result.
+
+    The current YAML must be valid (the form mirrors it); if it is not, or a value cannot go
+    into the document, the YAML comes back unchanged with the problems. A field emptied on the
+    form leaves the document, except the required texts, which stay so the problems name them.
     """
-    unknown = sorted(set(values) - set(FORM_FIELDS))
+    unknown = [name for name in values if name not in FORM_FIELDS]
     if unknown:
-        raise TypeError(f"not form fields: {', '.join(unknown)}")
-    data = read_persona_mapping(yaml_text) if yaml_text.strip() else {}
-    for field, value in values.items():
-        if field in LIST_FIELDS:
-            value = lines_to_list(value)
-        elif field == "parameters":
-            value = parse_parameters(value)
-        elif field == "temperature":
-            value = _temperature(value)
-        elif isinstance(value, str):
-            value = value.strip()
-        data[field] = value
-    return dump_persona_mapping(data)
+        fields = ", ".join(FORM_FIELDS)
+        problems = [
+            f"{name}: not on the form (it has {fields}); edit it in the YAML" for name in unknown
+        ]
+        return MergedForm(yaml_text, None, problems)
+    try:
+        load_persona_text(yaml_text)
+    except InvalidPersona as exc:
+        return MergedForm(
+            yaml_text, None, ["Fix the YAML first — the form follows it.", *exc.problems]
+        )
+    data = yaml.safe_load(yaml_text)  # already validated above: a small, safe mapping
+    for name, raw in values.items():
+        try:
+            value = _document_value(name, raw)
+        except InvalidPersona as exc:
+            return MergedForm(yaml_text, None, exc.problems)
+        if value in (None, "", [], {}) and name not in _KEPT_EMPTY:
+            data.pop(name, None)
+        else:
+            data[name] = value
+    new_text = _leading_comments(yaml_text) + dump_persona_mapping(data)
+    try:
+        persona = load_persona_text(new_text)
+    except InvalidPersona as exc:
+        return MergedForm(new_text, None, exc.problems)
+    return MergedForm(new_text, persona, [])

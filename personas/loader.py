@@ -375,14 +375,6 @@ def _read_mapping(yaml_text: str | bytes) -> tuple[Node, dict[Any, Any]]:
     return root, data
 
 
-def read_persona_mapping(yaml_text: str | bytes) -> dict[Any, Any]:
-    """The document's top-level mapping, unvalidated (for merging form edits into it).
-
-    Raises InvalidPersona when the text is not a readable YAML mapping at all.
-    """
-    return _read_mapping(yaml_text)[1]
-
-
 def load_persona_text(yaml_text: str | bytes) -> Persona:
     """Parse and validate one persona YAML document; raise InvalidPersona listing every problem."""
     root, data = _read_mapping(yaml_text)
@@ -414,39 +406,44 @@ def validate_yaml(yaml_text: str) -> list[str]:
 
 
 class _Dumper(yaml.SafeDumper):
+    """Dumps the way the built-in files are written: list items indented under their key."""
+
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        # Indent list items under their key, as people write them by hand.
         super().increase_indent(flow, False)
 
 
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+class _Block(str):
+    """A top-level text written as a block: `|` keeps its line breaks, `>` folds a long line."""
 
 
-_Dumper.add_representer(str, _represent_str)
+def _represent_block(dumper: yaml.SafeDumper, value: _Block) -> yaml.ScalarNode:
+    style = "|" if "\n" in value.rstrip("\n") else ">"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
+
+
+_Dumper.add_representer(_Block, _represent_block)
+_FOLD_AT = 90  # characters; a longer top-level text is folded, as in the built-in files
 
 
 def persona_to_yaml(persona: Persona) -> str:
     """The persona as a YAML document in field order, leaving out empty optional fields."""
-    return dump_persona_mapping(persona.model_dump())
+    data = persona.model_dump()
+    return dump_persona_mapping(
+        {
+            key: value
+            for key, value in data.items()
+            if key in REQUIRED_FIELDS or value not in ("", [], {}, None)
+        }
+    )
 
 
 def dump_persona_mapping(data: Mapping[Any, Any]) -> str:
-    """A persona-shaped mapping as YAML: known fields in model order, then any others as they
-    are (so validation can point at them), empty optional fields left out."""
-    known = [name for name in FIELD_NAMES if name in data]
-    others = [key for key in data if key not in FIELD_NAMES]
-    out = {
-        key: data[key].strip() if isinstance(data[key], str) else data[key]
-        for key in known + others
-        if key in REQUIRED_FIELDS or data[key] not in ("", [], {}, None)
+    """A persona-shaped mapping as YAML written like the built-in files, keys in the order given:
+    a multi-line text as a `|` block, a long one folded (`>`), list items indented."""
+    shaped = {
+        key: _Block(value)
+        if isinstance(value, str) and ("\n" in value.rstrip("\n") or len(value) > _FOLD_AT)
+        else value
+        for key, value in data.items()
     }
-    return yaml.dump(
-        out,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=10_000,
-    )
+    return yaml.dump(shaped, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=92)

@@ -10,9 +10,8 @@ import pytest
 
 import app
 from assistant.gemini import GeminiModel
-from assistant.persona_form import apply_form
 from assistant.runtime import Runtime
-from personas import BUILTIN_DIR, load_persona_text
+from personas import BUILTIN_DIR, apply_form, load_persona_text
 from ui import chat as chat_pane
 from ui import memory_badge, page, personas_tab, sidebar, views
 

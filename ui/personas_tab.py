@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from assistant.persona_form import FORM_FIELDS, apply_form, form_values
 from assistant.runtime import Runtime
 from personas import (
     DEFAULT_PERSONA_ID,
@@ -23,6 +22,7 @@ from personas import (
     build_system_prompt,
     load_persona_text,
 )
+from personas.form import FORM_FIELDS, apply_form, form_values
 from ui import views
 from ui.errors import user_errors
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
@@ -73,7 +73,7 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
         return EditorView(
             picker=gr.update(choices=choices, value=current.id),
             yaml_text=current.yaml_text,
-            **dict(zip(FORM_FIELDS, form_values(current.persona), strict=True)),
+            **form_values(current.persona)._asdict(),
             versions=gr.update(
                 choices=[(v.label, v.version) for v in versions], value=current.version
             ),
