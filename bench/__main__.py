@@ -21,6 +21,7 @@ BENCHMARKS = (
     "turn_overhead",
     "prompt_growth",
     "memory_quality",
+    "long_memory",
     "footprint",
 )
 
