@@ -8,7 +8,8 @@ words). They are generated from the seed and checked in code; no data files.
 
 A question counts as found when every gold term is in what the model receives with it,
 the question itself left out (Latin words whole and case-insensitive; Chinese and dates as
-written; dates as YYYY-MM-DD, UTC). What each strategy sends, counted in characters per request:
+written; a date in any unambiguous form, see long_conversations.date_forms). What each
+strategy sends, counted in characters per request:
 
 - full history: the persona's system prompt, every message, the question. Messages carry a
   date line whenever the date changes and relative dates annotated with the absolute date
@@ -451,10 +452,11 @@ async def measure(config: BenchConfig) -> tuple[list[Outcome], list[str]]:
         "bench/long_conversations.py: a paraphrase shares no content word (Porter stems) or "
         "Chinese bigram with its fact, no answer appears outside its evidence turns, nothing "
         "is planted in the last 70 messages.",
-        "Found: every gold term is in the request, the question left out. Dates are YYYY-MM-DD "
-        '(UTC) of the day the relative date means ("last week" = seven days before the turn). '
-        "Updated facts count only with the newer value; with both, the order and dates tell "
-        "which is newer.",
+        "Found: every gold term is in the request, the question left out. A date is the day "
+        "the relative date means, in UTC, from the turn's own timestamp (\"last week\": the "
+        "Monday of that week; \"a week ago\": seven days before), written as 2026-03-14, "
+        "14 March 2026, March 14, 2026 or 2026年3月14日. Updated facts count only with the "
+        "newer value; with both, the order and dates tell which is newer.",
         f"Mnemo: default MemoryPolicy (history_chars {policy.history_chars:,}, recall on, "
         "the question as the query), built-in extractive summarizer after every message; the "
         "request is ChatService.preview(draft=question). Real sends checked against the "
