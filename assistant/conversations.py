@@ -359,7 +359,8 @@ class Conversations:
 
     # -- the chat turn -------------------------------------------------------------------
 
-    def check_message(self, text: str) -> None:
+    @staticmethod
+    def check_message(text: str) -> None:
         """Raise InvalidMessage, with memory's wording, unless `text` can be sent."""
         check_message(text)
 
@@ -434,7 +435,8 @@ class Conversations:
             versions = await self._personas(self.registry.versions, owner, persona_id)
             return [PersonaInfo.of(v) for v in versions]
 
-    def validate_persona(self, yaml_text: str) -> PersonaDraft:
+    @staticmethod
+    def validate_persona(yaml_text: str) -> PersonaDraft:
         """Validate YAML without saving; raises InvalidPersonaYaml with located problems."""
         with user_errors("validate the persona"):
             persona = load_persona_text(yaml_text or "")
@@ -442,10 +444,11 @@ class Conversations:
             id=persona.id,
             display_name=persona.display_name,
             system_prompt=build_system_prompt(persona),
-            form=self._form(persona),
+            form=Conversations._form(persona),
         )
 
-    def apply_persona_form(self, yaml_text: str, edits: dict[str, Any]) -> FormResult:
+    @staticmethod
+    def apply_persona_form(yaml_text: str, edits: dict[str, Any]) -> FormResult:
         """Merge form edits into the YAML; the result has the new prompt or the problems."""
         new_text, persona, problems = persona_form.apply_form(yaml_text or "", edits)
         prompt = build_system_prompt(persona) if persona is not None else None

@@ -8,9 +8,7 @@ loop that serves the app (Gradio's), not the one that built the Blocks.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from personas import PersonaRegistry
@@ -74,17 +72,6 @@ class Runtime:
                     self._conversations = Conversations(service)
                     self._service = service
         return self._service
-
-    @contextlib.asynccontextmanager
-    async def turn(self, conversation_id: str) -> AsyncIterator[None]:
-        """Held while a reply streams, so a refresh after Stop sees the saved partial reply.
-        The lock is the facade's: `Conversations.send()` holds it by itself."""
-        async with (await self.conversations()).turn_lock(conversation_id):
-            yield
-
-    async def settled(self, conversation_id: str | None, wait_s: float = 10.0) -> None:
-        """Wait until no reply is streaming into this conversation (or the timeout passes)."""
-        await (await self.conversations()).settled(conversation_id, wait_s)
 
     async def store(self) -> FailOpenStore:
         """The fail-open store (tests and tools; the UI goes through `conversations()`)."""

@@ -9,6 +9,7 @@ import gradio as gr
 import pytest
 
 import app
+from assistant import conversations
 from assistant.gemini import GeminiModel
 from assistant.runtime import Runtime
 from personas import BUILTIN_DIR, apply_form, load_persona_text
@@ -433,7 +434,7 @@ async def test_own_persona_has_nothing_to_revert_to(rt):
 
 
 async def test_a_long_conversation_shows_its_latest_messages(rt, fake, monkeypatch):
-    monkeypatch.setattr(views, "SHOWN_ROWS", 4)
+    monkeypatch.setattr(conversations, "PAGE_ROWS", 4)  # the transcript page a chat shows
     view = (await send(rt, OWNER, None, "one"))[-1]
     for text in ("two", "three"):
         view = (await send(rt, OWNER, view.conversation_id, text, view.chat))[-1]

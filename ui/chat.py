@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from assistant.chat import Cleared, Delta, Done
-from assistant.errors import AssistantError
+from assistant.conversations import Conversations
+from assistant.errors import InvalidMessage, UserError
 from assistant.runtime import Runtime
 from ui import views
 from ui.errors import user_errors
@@ -27,13 +28,10 @@ from ui.page import (
     extended,
     outputs,
     persona_choices,
-    persona_or_default,
     plain_chat,
     render_chat,
     skipped,
 )
-
-MAX_CHARS = views.MAX_MESSAGE_CHARS
 
 # A streaming turn fills the ChatView and says whether its final state has arrived.
 TurnView = extended(ChatView, "TurnView", turn_done=bool)
@@ -60,8 +58,10 @@ def accept_message(text: str, chat: list[dict[str, Any]] | None) -> Accepted:
     text = (text or "").strip()
     if not text:
         return Accepted(gr.skip(), gr.skip(), "", gr.update(visible=False), True)
-    if len(text) > MAX_CHARS:
-        notice = gr.update(value="⚠️ " + views.too_long_message(len(text)), visible=True)
+    try:
+        Conversations.check_message(text)  # memory's check, and its wording
+    except InvalidMessage as exc:
+        notice = gr.update(value="⚠️ " + exc.message, visible=True)
         return Accepted(gr.skip(), gr.skip(), "", notice, True)
     chat = [*(chat or []), {"role": "user", "content": text}]
     box = gr.update(value="", submit_btn=False, stop_btn=True)
@@ -111,29 +111,30 @@ async def _stream(
     A failed turn keeps the user's message (the service saved it) and says what went wrong in
     the chat and in a toast; the Retry button under it asks again.
     """
-    failure: AssistantError | None = None
+    failure: UserError | None = None
     cleared = None
     notice = None
     reply = ""
-    async with rt.turn(conversation_id):
-        try:
-            chat = [*chat, {"role": "assistant", "content": ""}]
-            async for event in events:
-                if isinstance(event, Delta):
-                    reply += event.text
-                    chat[-1] = {"role": "assistant", "content": reply}
-                    yield skipped(TurnView)._replace(
-                        conversation_id=conversation_id, chat=chat, turn_done=False
-                    )
-                elif isinstance(event, Cleared):
-                    cleared = event.result
-                elif isinstance(event, Done):
-                    notice = event.notice
-        except AssistantError as exc:
-            failure = exc
-        finally:
-            with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
+    # The facade's stream holds the conversation's turn lock until it is closed, so a refresh
+    # after Stop (finish_turn) sees the saved partial reply.
+    try:
+        chat = [*chat, {"role": "assistant", "content": ""}]
+        async for event in events:
+            if isinstance(event, Delta):
+                reply += event.text
+                chat[-1] = {"role": "assistant", "content": reply}
+                yield skipped(TurnView)._replace(
+                    conversation_id=conversation_id, chat=chat, turn_done=False
+                )
+            elif isinstance(event, Cleared):
+                cleared = event.result
+            elif isinstance(event, Done):
+                notice = event.notice
+    except UserError as exc:
+        failure = exc
+    finally:
+        with contextlib.suppress(Exception):
+            await events.aclose()  # type: ignore[attr-defined]
     with user_errors(action):
         view = await render_chat(rt, owner, conversation_id, shown=chat)
     extra = None
@@ -142,7 +143,7 @@ async def _stream(
         gr.Info(extra)
     elif failure is not None:
         extra = f"⚠️ **Not answered.** {failure.message}"
-        gr.Warning(failure.message, title="The assistant could not answer")
+        gr.Warning(failure.message, title=failure.title or "The assistant could not answer")
     elif notice:
         gr.Info(notice)
     if extra:
@@ -163,15 +164,13 @@ async def stream_reply(
         yield skipped(TurnView)._replace(turn_done=True)
         return
     with user_errors("send your message"):
-        svc = await rt.service()
-        store = await rt.store()
+        facade = await rt.conversations()
         if not conversation_id:
-            persona = persona_or_default(rt, owner, persona_id)
-            conversation = await store.create_conversation(owner, persona_id=persona.id)
+            conversation = await facade.create(owner, persona_id=persona_id)
             conversation_id = conversation.id
             # Show the new conversation in the sidebar before the reply arrives.
-            conversations = await store.list_conversations(owner)
-            _, avatars = persona_choices(rt, owner)
+            conversations = await facade.list(owner)
+            _, avatars = await persona_choices(rt, owner)
             listed = gr.update(
                 choices=views.conversation_choices(conversations, avatars), value=conversation_id
             )
@@ -183,7 +182,7 @@ async def stream_reply(
         owner,
         conversation_id,
         plain_chat(chat),
-        svc.send(owner, conversation_id, text),
+        facade.send(owner, conversation_id, text),
         "send your message",
     ):
         yield view
@@ -209,7 +208,7 @@ async def finish_turn(rt: Runtime, owner: str, conversation_id: str | None, done
     if done:
         return skipped(ChatView)
     with user_errors("refresh the chat"):
-        await rt.settled(conversation_id)
+        await (await rt.conversations()).settled(conversation_id)
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -221,9 +220,9 @@ async def stream_retry(
         yield skipped(TurnView)._replace(turn_done=True)
         return
     with user_errors("retry"):
-        svc = await rt.service()
+        facade = await rt.conversations()
     async for view in _stream(
-        rt, owner, conversation_id, plain_chat(chat), svc.retry(owner, conversation_id), "retry"
+        rt, owner, conversation_id, plain_chat(chat), facade.retry(owner, conversation_id), "retry"
     ):
         yield view
 
@@ -233,8 +232,7 @@ async def undo_last(rt: Runtime, owner: str, conversation_id: str | None) -> Any
     with user_errors("undo"):
         if not conversation_id:
             return UndoneView(*await render_chat(rt, owner, None), chat_input=gr.skip())
-        svc = await rt.service()
-        dropped = await svc.undo(owner, conversation_id)
+        dropped = await (await rt.conversations()).undo(owner, conversation_id)
         text = next((t.content for t in dropped if t.role == "user"), None)
         view = await render_chat(rt, owner, conversation_id)
         return UndoneView(*view, chat_input=gr.update(value=text) if text else gr.skip())
@@ -246,12 +244,10 @@ async def change_persona(
     """Pick the persona of a new chat, or switch the current conversation to another one."""
     with user_errors("change the persona"):
         if conversation_id and persona_id:
-            store = await rt.store()
-            conversation = await store.get_conversation(owner, conversation_id)
-            if conversation.persona_id != persona_id:
-                await store.set_persona(owner, conversation_id, persona_id)
-                name = rt.registry.get(owner, persona_id).persona.display_name
-                gr.Info(f"{name} answers from your next message.")
+            facade = await rt.conversations()
+            change = await facade.set_persona(owner, conversation_id, persona_id)
+            if change.changed:
+                gr.Info(f"{change.persona.display_name} answers from your next message.")
         return await render_chat(rt, owner, conversation_id, persona_id)
 
 

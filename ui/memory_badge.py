@@ -23,8 +23,8 @@ async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, dr
     if not conversation_id:
         return gr.skip()
     try:
-        svc = await rt.service()
-        preview = await svc.preview(owner, conversation_id, draft=(draft or "").strip() or None)
+        facade = await rt.conversations()
+        preview = await facade.preview(owner, conversation_id, draft=draft)
     except Exception:  # a preview is a nicety; never interrupt typing with an error
         log.warning("inspector preview failed", exc_info=True)
         return gr.skip()
@@ -37,8 +37,7 @@ async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> 
         if not conversation_id:
             gr.Info("Nothing to forget yet: this chat is new.")
             return await render_chat(rt, owner, None)
-        svc = await rt.service()
-        result = await svc.reset(owner, conversation_id)
+        result = await (await rt.conversations()).reset(owner, conversation_id)
         note = views.reset_note(result)
         gr.Info(note)
         view = await render_chat(rt, owner, conversation_id)

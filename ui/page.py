@@ -9,15 +9,12 @@ names, so no event counts tuple positions. Each panel module builds its own comp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import gradio as gr
 
 from assistant.badge import badge_text
 from assistant.runtime import Runtime
-from memory import ConversationNotFound, StorageUnavailable
-from personas import DEFAULT_PERSONA_ID, PersonaNotFound, build_system_prompt, render_greeting
 from ui import views
 from ui.errors import user_errors
 
@@ -94,17 +91,11 @@ class ChatView(NamedTuple):
     retention: Any  # the "forget after" picker
 
 
-def persona_or_default(rt: Runtime, owner: str, persona_id: str | None):
-    try:
-        return rt.registry.get(owner, persona_id or DEFAULT_PERSONA_ID).persona
-    except PersonaNotFound:
-        return rt.registry.get(owner, DEFAULT_PERSONA_ID).persona
-
-
-def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    versions = rt.registry.list(owner)
-    choices = [(views.persona_label(v.persona), v.persona.id) for v in versions]
-    avatars = {v.persona.id: v.persona.avatar or "💬" for v in versions}
+async def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The persona picker's (label, id) choices, and each persona's avatar by id."""
+    personas = await (await rt.conversations()).personas(owner)
+    choices = [(views.persona_label(p), p.id) for p in personas]
+    avatars = {p.id: p.avatar or "💬" for p in personas}
     return choices, avatars
 
 
@@ -128,53 +119,37 @@ async def render_chat(
     When storage is down the conversation cannot be read back: the chat keeps what is on
     screen (`shown`) and the badge says memory is unavailable.
     """
-    svc = await rt.service()
-    store = await rt.store()
-    conversations = await store.list_conversations(owner)
-    choices, avatars = persona_choices(rt, owner)
-    conversation = None
-    unreadable = False
-    if conversation_id:
-        try:
-            conversation = await store.get_conversation(owner, conversation_id)
-        except ConversationNotFound:
-            gr.Warning("That conversation no longer exists; showing a new chat instead.")
-            conversation_id = None
-        except StorageUnavailable:
-            unreadable = True
+    facade = await rt.conversations()
+    conversations = await facade.list(owner)
+    choices, avatars = await persona_choices(rt, owner)
+    opened = await facade.open(owner, conversation_id, persona_id=persona_id)
+    if opened.state == "missing":
+        gr.Warning("That conversation no longer exists; showing a new chat instead.")
+        conversation_id = None
+    conversation = opened.conversation
     if conversation is not None:
-        persona = persona_or_default(rt, owner, conversation.persona_id)
-        turns = await store.transcript(owner, conversation.id, limit=views.SHOWN_ROWS)
-        listed_turns = sum(1 for t in turns if t.role in ("user", "assistant"))
-        chat = views.chat_messages(
-            turns, render_greeting(persona), hidden=conversation.message_count - listed_turns
-        )
-        status = await svc.status(owner, conversation.id)
-        preview = await svc.preview(owner, conversation.id)
-        badge = badge_text(status, rt.model_name)
+        page = opened.transcript
+        chat = views.chat_messages(page.turns, opened.persona.greeting, hidden=page.earlier or 0)
+        badge = badge_text(opened.status, opened.model)
         title = conversation.title or ""
         retention = conversation.retention_minutes or 0
     else:
-        persona = persona_or_default(rt, owner, persona_id)
-        chat = views.chat_messages([], render_greeting(persona))
-        badge = views.draft_badge(rt.model_name)
-        preview = SimpleNamespace(
-            system_prompt=build_system_prompt(persona), summary=None, turns=[], chars=0, budget=0
-        )
+        chat = views.chat_messages([], opened.persona.greeting)
+        badge = views.draft_badge(opened.model)
         title = ""
         retention = 0
-        if unreadable:
+        if opened.state == "unreadable":
             chat = plain_chat(shown) or chat
-            badge = badge_text(await svc.status(owner, conversation_id or ""), rt.model_name)
+            badge = badge_text(opened.status, opened.model)
     listed = views.conversation_choices(conversations, avatars)
     selected = conversation_id if any(cid == conversation_id for _, cid in listed) else None
     return ChatView(
         conversation_id=conversation_id,
         conversations=gr.update(choices=listed, value=selected),
         chat=chat,
-        persona=gr.update(choices=choices, value=persona.id),
+        persona=gr.update(choices=choices, value=opened.persona.id),
         badge=badge,
-        inspector=views.preview_markdown(preview),
+        inspector=views.preview_markdown(opened.preview),
         title=gr.update(value=title, interactive=conversation is not None),
         retention=gr.update(value=retention, interactive=conversation is not None),
     )
@@ -183,9 +158,7 @@ async def render_chat(
 async def open_latest(rt: Runtime, owner: str) -> ChatView:
     """On page load: the most recently active conversation, or a new chat."""
     with user_errors("load your conversations"):
-        store = await rt.store()
-        conversations = await store.list_conversations(owner, limit=1)
-        latest = conversations[0].id if conversations else None
+        latest = await (await rt.conversations()).latest(owner)
         return await render_chat(rt, owner, latest)
 
 

@@ -14,15 +14,9 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from assistant.conversations import FORM_FIELDS, Conversations
+from assistant.errors import InvalidPersonaYaml
 from assistant.runtime import Runtime
-from personas import (
-    DEFAULT_PERSONA_ID,
-    InvalidPersona,
-    PersonaNotFound,
-    build_system_prompt,
-    load_persona_text,
-)
-from personas.form import FORM_FIELDS, apply_form, form_values
 from ui import views
 from ui.errors import user_errors
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
@@ -55,29 +49,25 @@ class YamlView(NamedTuple):
 async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
     """The persona tab for one persona: YAML, form, versions, live preview."""
     with user_errors("open the persona"):
-        choices, _ = persona_choices(rt, owner)
-        try:
-            current = rt.registry.get(owner, persona_id or DEFAULT_PERSONA_ID)
-        except PersonaNotFound:
-            current = rt.registry.get(owner, DEFAULT_PERSONA_ID)
-        versions = rt.registry.versions(owner, current.id)
+        choices, _ = await persona_choices(rt, owner)
+        doc = await (await rt.conversations()).persona(owner, persona_id)
+        current = doc.info
         status = f"Version **v{current.version}** is in use" + (
             " (built-in)." if current.source == "builtin" else "."
         )
-        disk_error = rt.registry.last_error(current.id)
-        if disk_error:
+        if doc.disk_error:
             status += (
                 "\n\n⚠️ The built-in file on disk is broken; the last good version is used:"
-                f"\n\n{disk_error}"
+                f"\n\n{doc.disk_error}"
             )
         return EditorView(
             picker=gr.update(choices=choices, value=current.id),
-            yaml_text=current.yaml_text,
-            **form_values(current.persona)._asdict(),
+            yaml_text=doc.yaml_text,
+            **doc.form,
             versions=gr.update(
-                choices=[(v.label, v.version) for v in versions], value=current.version
+                choices=[(v.label, v.version) for v in doc.versions], value=current.version
             ),
-            preview=build_system_prompt(current.persona),
+            preview=doc.system_prompt,
             status=status,
         )
 
@@ -85,43 +75,45 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
 def yaml_edited(yaml_text: str) -> Any:
     """Typing in the YAML: refresh the form and the preview, or show the problems."""
     try:
-        persona = load_persona_text(yaml_text or "")
-    except InvalidPersona as exc:
+        draft = Conversations.validate_persona(yaml_text)
+    except InvalidPersonaYaml as exc:
         return skipped(FormView)._replace(status=views.problems_markdown(exc.problems))
-    return FormView(*form_values(persona), build_system_prompt(persona), "✏️ Valid, not saved yet.")
+    form = [draft.form[name] for name in FORM_FIELDS]
+    return FormView(*form, draft.system_prompt, "✏️ Valid, not saved yet.")
 
 
 def form_edited(yaml_text: str, *values: Any) -> YamlView:
     """Editing the form: merge into the YAML and refresh the preview."""
     edits = dict(zip(FORM_FIELDS, values, strict=True))
-    new_text, persona, problems = apply_form(yaml_text or "", edits)
-    if persona is None:
+    merged = Conversations.apply_persona_form(yaml_text, edits)
+    if merged.system_prompt is None:
         return YamlView(
-            yaml_text=new_text if new_text != yaml_text else gr.skip(),
+            yaml_text=merged.yaml_text if merged.yaml_text != yaml_text else gr.skip(),
             preview=gr.skip(),
-            status=views.problems_markdown(problems),
+            status=views.problems_markdown(merged.problems),
         )
-    return YamlView(new_text, build_system_prompt(persona), "✏️ Valid, not saved yet.")
+    return YamlView(merged.yaml_text, merged.system_prompt, "✏️ Valid, not saved yet.")
 
 
 def validate_persona(yaml_text: str) -> str:
     try:
-        persona = load_persona_text(yaml_text or "")
-    except InvalidPersona as exc:
+        draft = Conversations.validate_persona(yaml_text)
+    except InvalidPersonaYaml as exc:
         return views.problems_markdown(exc.problems)
-    return f"✅ Valid: **{persona.display_name}** (`{persona.id}`). Save to use it."
+    return f"✅ Valid: **{draft.display_name}** (`{draft.id}`). Save to use it."
 
 
 async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
     """Save a new version; a bad document changes nothing and says where it is wrong."""
-    try:
-        saved = rt.registry.save(owner, yaml_text or "")
-    except InvalidPersona as exc:
-        gr.Warning("The persona was not saved: fix the problems listed under the editor.")
-        problems = views.problems_markdown(exc.problems, saved=False)
-        return skipped(EditorView)._replace(status=problems)
     with user_errors("save the persona"):
-        gr.Info(f"Saved {saved.persona.display_name} v{saved.version}: used from the next message.")
+        facade = await rt.conversations()
+        try:
+            saved = await facade.save_persona(owner, yaml_text)
+        except InvalidPersonaYaml as exc:
+            gr.Warning("The persona was not saved: fix the problems listed under the editor.")
+            problems = views.problems_markdown(exc.problems, saved=False)
+            return skipped(EditorView)._replace(status=problems)
+        gr.Info(f"Saved {saved.display_name} v{saved.version}: used from the next message.")
         view = await show_editor(rt, owner, saved.id)
         return view._replace(
             status=f"✅ Saved as **v{saved.version}**; used from the next message."
@@ -132,21 +124,16 @@ async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: in
     with user_errors("roll back the persona"):
         if version is None:
             raise gr.Error("Pick a version in the list first.")
-        restored = rt.registry.rollback(owner, persona_id, int(version))
-        gr.Info(f"{restored.persona.display_name} is back to v{restored.version}.")
+        facade = await rt.conversations()
+        restored = await facade.rollback_persona(owner, persona_id, int(version))
+        gr.Info(f"{restored.display_name} is back to v{restored.version}.")
         return await show_editor(rt, owner, persona_id)
 
 
 async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> Any:
     with user_errors("revert the persona"):
-        if not rt.registry.is_builtin(persona_id):
-            raise gr.Error(
-                "This persona is your own, so it has no built-in version. "
-                "Pick an earlier version in the list and use that instead.",
-                title="Nothing to revert to",
-            )
-        restored = rt.registry.revert_to_builtin(owner, persona_id)
-        gr.Info(f"{restored.persona.display_name} is back to its built-in version.")
+        restored = await (await rt.conversations()).revert_persona(owner, persona_id)
+        gr.Info(f"{restored.display_name} is back to its built-in version.")
         return await show_editor(rt, owner, persona_id)
 
 

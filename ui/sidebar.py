@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from assistant.conversations import SEARCH_CHARS
 from assistant.local import LocalModel
 from assistant.runtime import Runtime
 from ui import views
@@ -55,8 +56,7 @@ async def rename_conversation(
             raise gr.Error("Send a first message before renaming: new chats are saved then.")
         if not title:
             raise gr.Error("Type a new name in the box first.")
-        store = await rt.store()
-        await store.rename_conversation(owner, conversation_id, title)
+        await (await rt.conversations()).rename(owner, conversation_id, title)
         gr.Info(f"Renamed to “{title}”.")
         return await render_chat(rt, owner, conversation_id)
 
@@ -67,8 +67,8 @@ async def set_retention(
     """Keep the conversation, or forget it after some idle time."""
     with user_errors("change how long this conversation is kept"):
         if conversation_id:
-            store = await rt.store()
-            await store.set_retention(owner, conversation_id, int(minutes) if minutes else None)
+            facade = await rt.conversations()
+            await facade.set_retention(owner, conversation_id, int(minutes) if minutes else None)
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -89,8 +89,7 @@ async def ask_delete(rt: Runtime, owner: str, conversation_id: str | None) -> De
         if not conversation_id:
             gr.Info("Nothing to delete: this chat has not been saved yet.")
             return DeleteConfirm(confirm_row=gr.update(visible=False), confirm_text="")
-        store = await rt.store()
-        conversation = await store.get_conversation(owner, conversation_id)
+        conversation = await (await rt.conversations()).get(owner, conversation_id)
         title = conversation.title or "this conversation"
         return DeleteConfirm(
             confirm_row=gr.update(visible=True),
@@ -106,8 +105,7 @@ async def confirm_delete(rt: Runtime, owner: str, conversation_id: str | None) -
     """Delete, then show the most recent remaining conversation (or a new chat)."""
     with user_errors("delete the conversation"):
         if conversation_id:
-            store = await rt.store()
-            await store.delete_conversation(owner, conversation_id)
+            await (await rt.conversations()).delete(owner, conversation_id)
             gr.Info("Conversation deleted.")
         view = await open_latest(rt, owner)
         return DeletedView(*view, confirm_row=gr.update(visible=False))
@@ -141,35 +139,19 @@ async def search_conversations(rt: Runtime, owner: str, query: str | None) -> Se
     Runs as the user types, so it never raises: any query, however hostile, shows results or
     "No matches", and a failing store says search is unavailable.
     """
-    query = (query or "").strip()[: views.SEARCH_CHARS]
+    query = (query or "").strip()[:SEARCH_CHARS]
     if not query:
         return _search_view([], None)
-    if not views.searchable(query):
-        return _search_view([], views.search_status(0, searchable=False))
     try:
-        store = await rt.store()
-        found = await store.find_conversations(owner, query, limit=views.SEARCH_ROWS)
-        hits = await store.search(owner, query, limit=200, mark=views.SEARCH_MARK)
+        facade = await rt.conversations()
+        found = await facade.search(owner, query, limit=views.SEARCH_ROWS, mark=views.SEARCH_MARK)
     except Exception:  # a search is a nicety; never interrupt typing with an error
         log.warning("search failed", exc_info=True)
         return _search_view([], views.search_status(0, available=False))
-    if not found and store.degraded:  # the store answered [] because it could not look
-        return _search_view([], views.search_status(0, available=False))
-    by_conversation: dict[str, list[Any]] = {}
-    for hit in hits:  # newest first
-        by_conversation.setdefault(hit.conversation_id, []).append(hit)
-    personas = {v.persona.id: v.persona for v in rt.registry.list(owner)}
-    rows = []
-    for conversation in found:  # newest activity first
-        persona = personas.get(conversation.persona_id)
-        markup = views.search_result(
-            conversation,
-            query,
-            by_conversation.get(conversation.id, []),
-            avatar=(persona.avatar if persona else None) or "💬",
-            assistant_name=persona.display_name if persona else "Assistant",
-        )
-        rows.append((markup, conversation.id))
+    if not found.searchable or not found.available:
+        status = views.search_status(0, searchable=found.searchable, available=found.available)
+        return _search_view([], status)
+    rows = [(views.search_result(result), result.conversation.id) for result in found.results]
     return _search_view(rows, views.search_status(len(rows)))
 
 
@@ -218,7 +200,7 @@ def render(rt: Runtime) -> Sidebar:
             show_label=False,
             placeholder="🔍 Search conversations",
             max_lines=1,
-            max_length=views.SEARCH_CHARS,
+            max_length=SEARCH_CHARS,
             container=False,
             elem_id="search-box",
         )

@@ -1,8 +1,9 @@
 """What the app shows, computed from plain data: no Gradio, no database, no model.
 
-Every function here takes the objects the lower layers return (conversations, turns, memory
-status, previews, persona versions) and returns strings or Gradio-shaped lists, so the handlers in
-`app.py` stay thin and all of this is testable without a browser.
+Every function here takes the records the `assistant.Conversations` facade returns
+(conversations, turns, memory status, previews, personas, search results) and returns strings
+or Gradio-shaped lists, so the panels' handlers stay thin and all of this is testable without a
+browser.
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assistant.badge import compact_number
-from memory import MAX_MESSAGE_CHARS
-from memory.recall import query_terms, snippet
 
 TITLE_CHARS = 24
-SHOWN_ROWS = 400  # transcript rows a chat shows; older ones stay stored (and summarized)
 # How long a conversation is kept: (label, minutes idle; 0 = until deleted).
 RETENTION_CHOICES = [
     ("Keep until I delete it", 0),
@@ -28,7 +26,6 @@ RETENTION_CHOICES = [
 ]
 STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
 SEARCH_ROWS = 20  # conversations a sidebar search lists
-SEARCH_CHARS = 200  # a search box query; anything longer is a paste, not a search
 # The store wraps matches in these; control characters, so no message text can fake one.
 SEARCH_MARK = ("\x02", "\x03")
 _MARKED = re.compile("\x02([^\x02\x03]*)\x03")
@@ -193,13 +190,6 @@ def preview_markdown(preview: Any | None) -> str:
     return "\n\n".join(lines)
 
 
-def too_long_message(n: int) -> str:
-    return (
-        f"Your message is {n:,} characters; the limit is {MAX_MESSAGE_CHARS:,}. "
-        "Shorten it or send it in parts."
-    )
-
-
 def reset_note(result: Any) -> str:
     """What a reset cleared, as one sentence."""
     turns = getattr(result, "turns", 0) or 0
@@ -235,25 +225,19 @@ def marked_html(text: str) -> str:
     return escaped.replace(SEARCH_MARK[0], "").replace(SEARCH_MARK[1], "")
 
 
-def search_result(
-    conversation: Any,
-    query: str,
-    hits: Sequence[Any],
-    avatar: str,
-    assistant_name: str,
-    now: float | None = None,
-) -> str:
+def search_result(result: Any, now: float | None = None) -> str:
     """One search result in the sidebar, as HTML: the conversation's title (matches marked),
     the newest matching message's snippet, when, and how many of its messages match.
 
-    `hits` are this conversation's `SearchHit`s, newest first, snippets marked with
-    `SEARCH_MARK`; user text is escaped here, so the HTML is safe to render.
+    `result` is a facade `SearchResult` whose title and snippets are marked with `SEARCH_MARK`;
+    user text is escaped here, so the HTML is safe to render.
     """
-    title = " ".join((conversation.title or "New chat").split())
-    # Wide enough that the title is shown from its start, not cut around the first match.
-    title = snippet(title, query_terms(query), SEARCH_MARK, width=3 * len(title) + 3)
-    parts = [f'<div class="hit-title">{html.escape(avatar)} {marked_html(title)}</div>']
+    conversation, hits, persona = result.conversation, result.hits, result.persona
+    avatar = (persona.avatar if persona else None) or "💬"
+    title = marked_html(result.title) if result.title else "New chat"
+    parts = [f'<div class="hit-title">{html.escape(avatar)} {title}</div>']
     if hits:
+        assistant_name = persona.display_name if persona else "Assistant"
         who = {"user": "You", "assistant": assistant_name, "summary": "Summary"}
         newest = hits[0]
         speaker = html.escape(who.get(newest.role, newest.role))
@@ -268,11 +252,6 @@ def search_result(
         meta.append("title matches")
     parts.append(f'<div class="hit-meta">{html.escape(" · ".join(m for m in meta if m))}</div>')
     return f'<div class="hit">{"".join(parts)}</div>'
-
-
-def searchable(query: str) -> bool:
-    """Whether a query has any word the index can match (punctuation alone has none)."""
-    return bool(query_terms(query[:SEARCH_CHARS]))
 
 
 def search_status(found: int, searchable: bool = True, available: bool = True) -> str:
