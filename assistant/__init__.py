@@ -1,9 +1,9 @@
-"""Model clients and the chat-turn pipeline: memory + persona + model -> a streamed reply.
+"""The service the UI and the API call: conversations, memory, the chat turn, personas.
 
-from assistant import ChatService, select_model, badge_text
-service = await ChatService.open()            # store, personas and model from settings
-async for event in service.send(owner, conv_id, "Hello"):
-    ...                                       # Delta, then Done (or Cleared for /reset)
+from assistant.runtime import Runtime
+conversations = await Runtime().conversations()   # store, personas and model from settings
+async for event in conversations.send(owner, conv_id, "Hello"):
+    ...                                           # Delta, then Done (or Cleared for /reset)
 """
 
 from .badge import badge_text
@@ -18,19 +18,26 @@ from .chat import (
     is_reset_command,
 )
 from .config import select_model
+from .conversations import Conversations
 from .errors import (
     AssistantError,
     BlockedBySafety,
     ConfigError,
     EmptyReply,
+    InvalidInput,
     InvalidKey,
     InvalidMessage,
+    InvalidPersonaYaml,
     InvalidRequest,
     ModelUnavailable,
+    NotFound,
     NothingToRetry,
+    PersonaRefused,
+    PersonaUnavailable,
     QuotaExceeded,
     RateLimited,
     StorageError,
+    UserError,
 )
 from .models import ChatModel, Message, ReplyStream, Settings, Usage
 
@@ -42,15 +49,21 @@ __all__ = [
     "ChatService",
     "Cleared",
     "ConfigError",
+    "Conversations",
     "Delta",
     "Done",
     "EmptyReply",
+    "InvalidInput",
     "InvalidKey",
     "InvalidMessage",
+    "InvalidPersonaYaml",
     "InvalidRequest",
     "Message",
     "ModelUnavailable",
+    "NotFound",
     "NothingToRetry",
+    "PersonaRefused",
+    "PersonaUnavailable",
     "Preview",
     "QuotaExceeded",
     "RateLimited",
@@ -58,6 +71,7 @@ __all__ = [
     "Settings",
     "StorageError",
     "Usage",
+    "UserError",
     "badge_text",
     "compose_system",
     "is_reset_command",
