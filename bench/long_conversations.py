@@ -17,7 +17,7 @@ questions are asked after the last message. Five kinds, in English and Tradition
 - updated: a value stated early and changed later; the answer is the newer value (an answer
   with only the older value is wrong; with both it counts, and which is newer is then visible
   from the order and the dates);
-- distractor: 5-7 other turns share the question's words but not its answer.
+- distractor: 8-11 other turns share the question's words but not its answer.
 
 Nothing planted sits in the last 70 messages, so no answer is in the recent window by luck.
 
@@ -312,7 +312,7 @@ def _plant_distractor(plan: _Plan, fact, n: int, qid: str) -> Question:
     anchor = plan.value(fact.anchors) if fact.anchors else ""
     v = plan.value(fact.values)
     at = plan.plant(plan.take(0.1, 0.9), fact.fact.format(v=v, a=anchor))
-    k = plan.rng.randint(5, min(7, len(fact.distractors)))
+    k = plan.rng.randint(min(8, len(fact.distractors)), len(fact.distractors))
     others = tuple(
         plan.plant(plan.take(), d.format(a=anchor), plan.rng.choice(plan.language.asides))
         for d in plan.rng.sample(fact.distractors, k)

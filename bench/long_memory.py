@@ -81,7 +81,7 @@ def sizes(config: BenchConfig) -> dict[str, int]:
     """Conversations, messages per English conversation (Chinese ones have twice as many),
     questions per kind per conversation."""
     return {
-        "conversations": config.pick(8, 2, 2),
+        "conversations": config.pick(12, 2, 2),
         "messages": config.pick(720, 600, 160),
         "per_kind": config.pick(4, 3, 2),
     }
@@ -228,12 +228,18 @@ async def measure_mnemo(
     """Fill a real store through its public API, then score what the service would send."""
     import memory
     from assistant.chat import ChatService
+    from assistant.summarizer import summarizer_for
     from memory import ConversationStore
     from personas import PersonaRegistry
 
     clock = SimulatedClock()
-    store = await ConversationStore.open(work / "mnemo.db", clock=clock)
     model = RecordingModel()
+    # As the app's Runtime opens it: its summarizer for this (offline) model, and the embedder
+    # the app would pick, once memory takes one.
+    extra, embedder = _app_embedder(ConversationStore.open)
+    store = await ConversationStore.open(
+        work / "mnemo.db", clock=clock, summarizer=summarizer_for(model), **extra
+    )
     service = ChatService(store, PersonaRegistry(data_dir=work), model, clock=clock)
     # Until append takes created_at, the clock alone dates each message (same effect, through
     # the public open(clock=) parameter); once it does, the timestamp is passed too.
@@ -241,7 +247,7 @@ async def measure_mnemo(
     render_memory = getattr(memory, "render_memory", None)  # memory's one renderer, if any
     out: list[Outcome] = []
     info: dict[str, object] = {"created_at": dated, "sends_checked": 0, "sends_matched": 0,
-                               "rendered": 0, "rendered_sent": 0}  # fmt: skip
+                               "rendered": 0, "rendered_sent": 0, "embedder": embedder}  # fmt: skip
     try:
         for conv in conversations:
             c = await store.create_conversation(OWNER, persona_id=conv.persona_id)
@@ -269,6 +275,18 @@ async def measure_mnemo(
     return out, info
 
 
+def _app_embedder(open_store) -> tuple[dict[str, object], str]:
+    """({"embedder": the app's default} or {}, its name) for ConversationStore.open."""
+    if "embedder" not in inspect.signature(open_store).parameters:
+        return {}, "none (this memory/ takes no embedder)"
+    try:
+        from assistant.embedding import select_embedder
+    except ImportError:
+        return {}, "none (assistant/ has no embedder)"
+    embedder = select_embedder()
+    return {"embedder": embedder}, getattr(embedder, "name", "none") if embedder else "none"
+
+
 async def _check_send(service, model, conv_id, q, preview, history, info) -> str:
     """Send the question for real; score what the model got, and note if the preview lied."""
     async for _ in service.send(OWNER, conv_id, q.text):
@@ -285,15 +303,15 @@ async def _check_send(service, model, conv_id, q, preview, history, info) -> str
 # -- the previous release, in its own process ------------------------------------------------
 
 
-def measure_previous_release(config: BenchConfig) -> tuple[list[Outcome], str | None]:
+def measure_previous_release(config: BenchConfig) -> tuple[list[Outcome], str]:
     """Run measure_mnemo with memory/, assistant/, personas/ from PREVIOUS_RELEASE; returns
-    (outcomes, None) or ([], why it could not run)."""
+    (outcomes, a note on how it ran) or ([], why it could not run)."""
     probe = subprocess.run(
         ["git", "-C", str(REPO), "cat-file", "-e", f"{PREVIOUS_RELEASE}^{{commit}}"],
         capture_output=True, text=True,
     )  # fmt: skip
     if probe.returncode != 0:
-        return [], f"commit {PREVIOUS_RELEASE} is not in this checkout (a shallow clone?)"
+        return [], f"not measured: commit {PREVIOUS_RELEASE} is not in this checkout (shallow?)"
     with tempfile.TemporaryDirectory(prefix="mnemo-previous-", dir=config.work_dir) as tmp:
         tree = Path(tmp) / "tree"
         subprocess.run(
@@ -311,9 +329,9 @@ def measure_previous_release(config: BenchConfig) -> tuple[list[Outcome], str | 
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             )  # fmt: skip
             if run.returncode != 0:
-                return [], f"the previous release failed: {run.stderr.strip()[-500:]}"
-            rows = json.loads(result_file.read_text(encoding="utf-8"))
-            return [Outcome(**r) for r in rows], None
+                return [], f"not measured, it failed: {run.stderr.strip()[-500:]}"
+            result = json.loads(result_file.read_text(encoding="utf-8"))
+            return [Outcome(**r) for r in result["outcomes"]], _run_note(result["info"])
         finally:
             subprocess.run(
                 ["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
@@ -332,9 +350,25 @@ def _worker(args: argparse.Namespace) -> int:
         return 2
     config = BenchConfig(size=args.size, seed=args.seed, work_dir=Path(args.work_dir))
     work = Path(tempfile.mkdtemp(prefix="previous-", dir=args.work_dir))
-    outcomes, _ = asyncio.run(measure_mnemo(conversations_for(config), work, PREVIOUS))
-    Path(args.outcomes).write_text(json.dumps([asdict(o) for o in outcomes]), encoding="utf-8")
+    outcomes, info = asyncio.run(measure_mnemo(conversations_for(config), work, PREVIOUS))
+    result = {"outcomes": [asdict(o) for o in outcomes], "info": info}
+    Path(args.outcomes).write_text(json.dumps(result), encoding="utf-8")
     return 0
+
+
+def _run_note(info: dict[str, object]) -> str:
+    """How a Mnemo run went: the preview check, how messages got their dates, the embedder."""
+    note = (
+        f"real sends checked against the preview: {info['sends_matched']}/"
+        f"{info['sends_checked']} identical; message dates: "
+        + ("append(created_at=)" if info["created_at"] else "the store's clock (append takes "
+           "no created_at)")
+        + f"; embedder: {info['embedder']}"
+    )  # fmt: skip
+    if info["rendered"]:
+        note += (f"; memory.render_memory's note is in the sent system prompt in "
+                 f"{info['rendered_sent']}/{info['rendered']} requests")  # fmt: skip
+    return note + "."
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -440,7 +474,7 @@ async def measure(config: BenchConfig) -> tuple[list[Outcome], list[str]]:
     outcomes += mnemo
     print(f"Mnemo: {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
-    previous, why_not = await asyncio.to_thread(measure_previous_release, config)
+    previous, previous_note = await asyncio.to_thread(measure_previous_release, config)
     outcomes += previous
     print(f"{PREVIOUS}: {time.perf_counter() - started:.1f} s", flush=True)
     s = sizes(config)
@@ -458,19 +492,14 @@ async def measure(config: BenchConfig) -> tuple[list[Outcome], list[str]]:
         "14 March 2026, March 14, 2026 or 2026年3月14日. Updated facts count only with the "
         "newer value; with both, the order and dates tell which is newer.",
         f"Mnemo: default MemoryPolicy (history_chars {policy.history_chars:,}, recall on, "
-        "the question as the query), built-in extractive summarizer after every message; the "
-        "request is ChatService.preview(draft=question). Real sends checked against the "
-        f"preview: {info['sends_matched']}/{info['sends_checked']} identical. Message dates: "
-        + ("append(created_at=)." if info["created_at"] else "the store's clock (append has "
-           "no created_at yet).")
-        + (f" memory.render_memory's note is in the sent system prompt in "
-           f"{info['rendered_sent']}/{info['rendered']} requests." if info["rendered"] else ""),
+        "the question as the query), the app's summarizer for an offline model (extractive) "
+        "after every message; the request is ChatService.preview(draft=question); "
+        + _run_note(info),
+        f"{PREVIOUS}: {previous_note}",
     ]  # fmt: skip
     if config.size != "full":
         notes.append(f"{REFERENCE}: measured at full size only (a connection and an fsync per "
                      "call make it slow; it finds almost nothing here).")  # fmt: skip
-    if why_not:
-        notes.append(f"{PREVIOUS}: not measured, {why_not}.")
     return outcomes, notes
 
 

@@ -166,7 +166,8 @@ async def test_benchmark_scores_real_requests(tmp_path):
     assert len(mnemo) == len(full["overall"])
     assert long_memory.mean_chars(mnemo) < long_memory.mean_chars(full["overall"])
     # The preview the bench scores is what the model was really sent.
-    assert any("identical" in n and "2/2" in n for n in notes), notes
+    checked = [n for n in notes if "checked against the preview" in n]
+    assert checked and all("2/2 identical" in n for n in checked), notes
     if long_memory.PREVIOUS in by:  # absent only when git lacks the commit (shallow clone)
         assert len(by[long_memory.PREVIOUS]["overall"]) == len(full["overall"])
     else:
