@@ -188,3 +188,15 @@ def test_relative_dates_are_annotated_from_the_turns_own_time():
         "Last week (week of 2026-03-09) was long, two days ago (2026-03-16) too"
     )
     assert annotate("nothing relative here", wednesday, ENGLISH) == "nothing relative here"
+
+
+def test_memorys_own_date_annotation_leaks_no_answer(small_corpus):
+    """Mnemo's renderer annotates relative dates in every turn it shows: in turns that are not
+    a question's evidence, those annotations must never spell out that question's answer."""
+    timeref = pytest.importorskip("memory.timeref")
+    for conv in small_corpus:
+        for q in conv.questions:
+            for i, m in enumerate(conv.messages):
+                if i not in q.evidence:
+                    shown = timeref.annotate(m.content, m.created_at)
+                    assert not any(contains(shown, t) for t in q.gold), (q.id, shown)
