@@ -17,6 +17,7 @@ from urllib.parse import unquote
 from .errors import UnsupportedStore
 from .policy import MemoryPolicy
 from .records import (
+    ApiToken,
     ContextWindow,
     Conversation,
     MemoryStatus,
@@ -114,6 +115,15 @@ class MemoryBackend(Protocol):
     async def count_turn_requests(self, owner: str, since: float) -> int: ...
 
     async def purge_expired(self, max_conversations: int = 20, chunk: int = 500) -> int: ...
+
+    # API tokens: stored by SHA-256 only; revoked ones stay listed.
+    async def add_token(self, owner: str, name: str, token_hash: str, hint: str) -> ApiToken: ...
+
+    async def list_tokens(self, owner: str) -> list[ApiToken]: ...
+
+    async def revoke_token(self, owner: str, token_id: str) -> ApiToken: ...
+
+    async def token_by_hash(self, token_hash: str) -> ApiToken | None: ...
 
 
 async def open_store(target: str | os.PathLike[str], **kwargs: object) -> MemoryBackend:

@@ -51,5 +51,17 @@ class UnsupportedStore(InvalidInput):
     """A storage target (URL or path) that no backend of this build can open."""
 
 
+class InvalidTokenName(InvalidInput):
+    """An API token name that is empty or too long."""
+
+
+class TooManyTokens(InvalidInput):
+    """The owner already has as many active API tokens as allowed."""
+
+
+class TokenNotFound(MemoryStoreError, LookupError):
+    """No such API token for this owner."""
+
+
 class StorageUnavailable(MemoryStoreError):
     """The database could not be opened, read or written (locked, full, read-only, corrupt)."""

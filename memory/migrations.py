@@ -221,6 +221,28 @@ async def rebuild_recall_index(db: aiosqlite.Connection, batch: int = 5_000) -> 
         log.info("Recall index rebuilt: %d messages in %.1f s", done, time.perf_counter() - started)
 
 
+@migration
+async def m007_api_tokens(db: aiosqlite.Connection) -> None:
+    # Per-owner tokens for the HTTP API. Only the SHA-256 of a token is kept: a copy of the
+    # database does not let anyone call the API.
+    await _run(
+        db,
+        """
+        CREATE TABLE api_tokens (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL CHECK (length(owner) BETWEEN 1 AND 200),
+            name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 60),
+            token_hash TEXT NOT NULL UNIQUE CHECK (length(token_hash) = 64),
+            hint TEXT NOT NULL CHECK (length(hint) <= 8),
+            created_at REAL NOT NULL,
+            last_used_at REAL,
+            revoked_at REAL
+        )
+        """,
+        "CREATE INDEX api_tokens_owner ON api_tokens (owner, created_at DESC)",
+    )
+
+
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:
     rows = await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_mnemo_migrations'"

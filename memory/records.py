@@ -131,3 +131,20 @@ class SearchHit:
     role: Role
     snippet: str  # matched terms wrapped in [ ]
     created_at: float
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """An HTTP API token as stored: never the token itself, only what identifies it."""
+
+    id: str  # public id, used to revoke it
+    owner: str
+    name: str
+    hint: str  # the token's last characters, so its owner can tell tokens apart
+    created_at: float
+    last_used_at: float | None
+    revoked_at: float | None  # None while it works
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

@@ -238,3 +238,24 @@ def turn_from_row(row: tuple) -> Turn:
         covers_count=row[9],
         incomplete=bool(row[10]),
     )
+
+
+# -- API tokens (only their SHA-256 is stored) --------------------------------------------
+
+TOKEN_COLUMNS = "id, owner, name, hint, created_at, last_used_at, revoked_at"
+COUNT_ACTIVE_TOKENS = "SELECT count(*) FROM api_tokens WHERE owner = ? AND revoked_at IS NULL"
+INSERT_TOKEN = (
+    f"INSERT INTO api_tokens ({TOKEN_COLUMNS}, token_hash) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)"
+)
+LIST_TOKENS = (
+    f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE owner = ? "
+    "ORDER BY created_at DESC, rowid DESC LIMIT ?"
+)
+REVOKE_TOKEN = (
+    "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND owner = ?"
+)
+OWNED_TOKEN = f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE id = ? AND owner = ?"
+ACTIVE_TOKEN_BY_HASH = (
+    f"SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL"
+)
+TOUCH_TOKEN = "UPDATE api_tokens SET last_used_at = ? WHERE id = ?"

@@ -13,6 +13,7 @@ from .errors import (
     InvalidRetention,
     InvalidRole,
     InvalidTitle,
+    InvalidTokenName,
     MessageTooLong,
 )
 
@@ -21,6 +22,7 @@ MAX_MESSAGE_CHARS = 10_000
 TITLE_CHARS = 60  # a title made from a first message
 MAX_TITLE_CHARS = 100  # a title the user types
 MAX_OWNER_CHARS = 200
+MAX_TOKEN_NAME_CHARS = 60
 ROLES = ("user", "assistant")
 
 
@@ -79,3 +81,16 @@ def check_owner(owner: str) -> None:
         raise InvalidInput(
             f"The owner id must be a non-empty string of at most {MAX_OWNER_CHARS} characters."
         )
+
+
+def clean_token_name(name: str) -> str:
+    """An API token's name, whitespace collapsed; InvalidTokenName when empty or too long."""
+    cleaned = " ".join(str(name or "").split())
+    if not cleaned:
+        raise InvalidTokenName("Give the token a name, e.g. the script or bot that will use it.")
+    if len(cleaned) > MAX_TOKEN_NAME_CHARS:
+        raise InvalidTokenName(
+            f"The token name is {len(cleaned)} characters; the limit is "
+            f"{MAX_TOKEN_NAME_CHARS}. Shorten it."
+        )
+    return cleaned

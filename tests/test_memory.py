@@ -79,6 +79,20 @@ EXPECTED_SCHEMA = [
     ),
     (
         "table",
+        "api_tokens",
+        "CREATE TABLE api_tokens ( id TEXT PRIMARY KEY, owner TEXT NOT NULL CHECK (length(owner) "
+        "BETWEEN 1 AND 200), name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 60), "
+        "token_hash TEXT NOT NULL UNIQUE CHECK (length(token_hash) = 64), hint TEXT NOT NULL "
+        "CHECK (length(hint) <= 8), created_at REAL NOT NULL, last_used_at REAL, revoked_at "
+        "REAL )",
+    ),
+    (
+        "index",
+        "api_tokens_owner",
+        "CREATE INDEX api_tokens_owner ON api_tokens (owner, created_at DESC)",
+    ),
+    (
+        "table",
         "conversations",
         "CREATE TABLE conversations ( id TEXT PRIMARY KEY, owner TEXT NOT NULL CHECK "
         "(length(owner) BETWEEN 1 AND 200), title TEXT CHECK (title IS NULL OR length(title) "
