@@ -23,7 +23,11 @@ from functools import partial
 from pathlib import Path
 
 import gradio as gr
+from fastapi import FastAPI
 
+from api import create_web_app
+from api.server import WebServer
+from api.service import Conversations
 from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
@@ -92,6 +96,21 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
     return demo
 
 
+def web_app(rt: Runtime, demo: gr.Blocks | None = None) -> FastAPI:
+    """One ASGI app: the HTTP API at /api/v1 and the Gradio UI at "/" (see api/server.py)."""
+    web = create_web_app(Conversations(rt), config.admin_token(), on_shutdown=rt.close)
+    demo = demo if demo is not None else build_demo(rt)
+    return gr.mount_gradio_app(
+        web,
+        demo.queue(default_concurrency_limit=8),
+        path="/",
+        theme=THEME,
+        css=CSS,
+        footer_links=[],
+        show_error=False,
+    )
+
+
 def main() -> int:
     """`python app.py`: serve until interrupted. Returns an exit status."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -103,30 +122,19 @@ def main() -> int:
     except AssistantError as exc:  # e.g. MNEMO_MODEL=gemini without a key
         print(f"Mnemo cannot start: {exc.message}", file=sys.stderr)
         return 2
-    demo = build_demo(rt)
     try:
-        demo.queue(default_concurrency_limit=8).launch(
-            server_name=host,
-            server_port=port,
-            theme=THEME,
-            css=CSS,
-            footer_links=[],
-            show_error=False,
-            quiet=True,
-            prevent_thread_lock=True,
-        )
+        server = WebServer(web_app(rt), host, port)
     except OSError as exc:
-        log.debug("launch failed", exc_info=exc)
+        log.debug("bind failed", exc_info=exc)
         print(
             f"Mnemo cannot listen on {host}:{port}: the port is busy or not allowed. "
             f"Set MNEMO_PORT to a free port, e.g. MNEMO_PORT={port + 1} python app.py",
             file=sys.stderr,
         )
         return 1
-    shown = "127.0.0.1" if host == "0.0.0.0" else host
-    print(f"Mnemo is running on http://{shown}:{port}", flush=True)
+    print(f"Mnemo is running on {server.url} (HTTP API: {server.url}/api/v1/docs)", flush=True)
     print(f"  model: {rt.model_name} · data: {rt.data_dir.resolve()}", flush=True)
-    demo.block_thread()
+    server.run()
     return 0
 
 

@@ -112,6 +112,12 @@ def secret(value: str | None = None) -> str | None:
     return value or _env("MNEMO_SECRET")
 
 
+def admin_token(value: str | None = None) -> str | None:
+    """The operator's API token for POST /api/v1/personas/refresh: argument, else
+    $MNEMO_ADMIN_TOKEN, else None (then any user's token may refresh the built-ins)."""
+    return value or _env("MNEMO_ADMIN_TOKEN")
+
+
 def select_model(
     choice: str | None = None,
     *,

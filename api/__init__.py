@@ -1,0 +1,95 @@
+"""The HTTP API, /api/v1: personas, conversations and streamed replies for scripts and other
+front ends, calling the same service facade as the UI so the two cannot drift.
+
+    web = create_web_app(conversations)       # FastAPI: /api/v1/... (docs at /api/v1/docs)
+    gr.mount_gradio_app(web, demo, path="/")  # the UI beside it: one server, one port
+
+Auth is a per-owner bearer token made in the UI (see `auth`); every error is a JSON problem
+document (see `problems`); replies stream as server-sent events (see `messages`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI
+
+from . import conversations, messages, personas, problems
+from .problems import PROBLEMS
+from .service import ERRORS
+
+PREFIX = "/api/v1"
+VERSION = "1.0"
+
+DESCRIPTION = """
+Mnemo's conversations, memory and personas over HTTP.
+
+**Auth**: every call takes `Authorization: Bearer <token>`. Create a token in the app's
+sidebar under *API tokens*; it is shown once. A token acts as you: it sees your
+conversations and personas, nobody else's.
+
+**Replies** to `POST /conversations/{id}/messages` stream as server-sent events (`delta`
+events, then one `done` event), or come as one JSON body with `Accept: application/json`
+or `?stream=false`. Your message is saved before the model is called; if you disconnect,
+the reply still finishes and is saved.
+
+**Errors** are problem documents (`application/problem+json`): `type`, `title`, `status`,
+`detail` (the advice the app shows), sometimes `errors` (field, message, line, column).
+"""
+
+
+def create_api(conversations_facade: Any, admin_token: str | None = None) -> FastAPI:
+    """The API as an ASGI app to mount at /api/v1 (routes are relative to it)."""
+    api = FastAPI(
+        title="Mnemo API",
+        version=VERSION,
+        description=DESCRIPTION,
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    api.state.conversations = conversations_facade
+    api.state.admin_token = admin_token
+    api.state.turns = messages.Turns()
+    api.add_exception_handler(problems.ApiProblem, problems.on_error)
+    for error_class, _, _ in ERRORS:
+        api.add_exception_handler(error_class, problems.on_error)
+    problems.install(api)
+    for module in (personas, conversations, messages):
+        api.include_router(module.router)
+
+    @api.get("/problems", tags=["errors"], summary="The kinds of error this API returns")
+    async def problem_types() -> dict[str, dict[str, Any]]:
+        return {
+            slug: {"status": p.status, "title": p.title, "meaning": p.meaning}
+            for slug, p in PROBLEMS.items()
+        }
+
+    return api
+
+
+def create_web_app(
+    conversations_facade: Any,
+    admin_token: str | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> FastAPI:
+    """The server's root app: the API at /api/v1; mount the UI at "/" afterwards.
+
+    On shutdown, replies still streaming finish and are saved, then `on_shutdown` runs
+    (e.g. closing the store).
+    """
+    api = create_api(conversations_facade, admin_token)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await api.state.turns.drain()
+        if on_shutdown is not None:
+            await on_shutdown()
+
+    web = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    web.mount(PREFIX, api)
+    web.state.api = api
+    return web

@@ -1,0 +1,217 @@
+"""POST /conversations/{id}/messages: the reply as server-sent events, or as one JSON body.
+
+    event: delta   data: {"text": "..."}          a piece of the reply, as it arrives
+    event: done    data: ReplyOut                  model, usage, memory status (always last)
+    event: error   data: a problem document        the model failed part-way
+
+The user's message is saved before the model is called (the service does that), and the
+reply runs in its own task, not in the request: a client that disconnects mid-reply loses
+nothing — the reply finishes and is saved complete, and the next GET of the messages shows
+it. Errors found before the first piece of the reply (bad input, quota, unknown
+conversation, the model refusing to start) are a 4xx/5xx problem document instead of a
+stream. Messages to one conversation are answered one at a time, in the order they came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from assistant.chat import Cleared, Delta, Done
+
+from . import schemas
+from .auth import Owner
+from .problems import ApiProblem, problem_of
+
+log = logging.getLogger("mnemo.api")
+router = APIRouter(tags=["messages"])
+
+DRAIN_S = 60.0  # at shutdown, how long replies still running may take to finish and save
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: BaseException
+
+
+_END = object()
+
+
+class Turns:
+    """Replies being produced, each in a task of its own (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+        # Per conversation: its lock and how many replies hold or wait for it (so the entry
+        # goes when the last one is done, and the dict does not grow with every conversation).
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    def start(self, conversation_id: str, events: AsyncIterator[Any]) -> asyncio.Queue[Any]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        task = asyncio.get_running_loop().create_task(self._run(conversation_id, events, queue))
+        self._tasks.add(task)  # the loop holds tasks weakly
+        task.add_done_callback(self._tasks.discard)
+        return queue
+
+    async def _run(self, conversation_id: str, events: AsyncIterator[Any], queue: Any) -> None:
+        lock, users = self._locks.setdefault(conversation_id, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                try:
+                    async with contextlib.aclosing(events):  # type: ignore[type-var]
+                        async for event in events:
+                            queue.put_nowait(event)
+                except Exception as exc:
+                    queue.put_nowait(_Failed(exc))
+        finally:
+            queue.put_nowait(_END)
+            users[0] -= 1
+            if users[0] == 0:
+                del self._locks[conversation_id]
+
+    @property
+    def running(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self, timeout_s: float = DRAIN_S) -> None:
+        """Let running replies finish and be saved (server shutdown)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout_s)
+
+
+def _wants_stream(accept: str | None, stream: bool | None) -> bool:
+    if stream is not None:
+        return stream
+    kinds = {part.split(";")[0].strip().lower() for part in (accept or "*/*").split(",")}
+    if "text/event-stream" in kinds:
+        return True
+    if "application/json" in kinds or "application/problem+json" in kinds:
+        return False
+    if kinds & {"*/*", "text/*", "application/*", ""}:
+        return True
+    raise ApiProblem(
+        "not-acceptable",
+        "The reply comes as text/event-stream (the default) or application/json; ask for one "
+        "of them in Accept, or pass ?stream=false for JSON.",
+    )
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+async def _final(request: Request, owner: str, conversation_id: str, event: Any) -> dict:
+    """The `done` payload for a Done or Cleared event, with the memory status after it."""
+    svc = request.app.state.conversations
+    try:
+        memory = schemas.status_out(await svc.status(owner, conversation_id))
+    except Exception:  # the reply is saved; a status that cannot be read is left out
+        log.warning("memory status after a reply failed", exc_info=True)
+        memory = None
+    if isinstance(event, Cleared):
+        return {
+            "reply": "",
+            "status": "ok",
+            "model": svc.model_name,
+            "usage": {"input_tokens": None, "output_tokens": None},
+            "memory": memory,
+            "saved": True,
+            "notice": None,
+            "reset": schemas.reset_out(event.result),
+        }
+    return {
+        "reply": event.reply,
+        "status": event.status,
+        "model": event.model,
+        "usage": {
+            "input_tokens": event.usage.input_tokens,
+            "output_tokens": event.usage.output_tokens,
+        },
+        "memory": memory,
+        "saved": event.saved,
+        "notice": event.notice,
+        "reset": None,
+    }
+
+
+async def _stream(
+    request: Request, owner: str, conversation_id: str, first: Any, queue: Any
+) -> AsyncIterator[bytes]:
+    item = first
+    while item is not _END:
+        if isinstance(item, Delta):
+            yield _sse("delta", {"text": item.text})
+        elif isinstance(item, Done | Cleared):
+            yield _sse("done", await _final(request, owner, conversation_id, item))
+        elif isinstance(item, _Failed):
+            yield _sse("error", problem_of(item.error))
+        item = await queue.get()
+
+
+SEND_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The reply: an event stream (default), or JSON when asked for.",
+        "content": {
+            "text/event-stream": {
+                "schema": {"type": "string"},
+                "example": 'event: delta\ndata: {"text": "Hel"}\n\nevent: delta\ndata: '
+                '{"text": "lo!"}\n\nevent: done\ndata: {"reply": "Hello!", "status": "ok", '
+                '"model": "Gemini 2.5 Flash", ...}\n\n',
+            },
+            "application/json": {"schema": {"$ref": "#/components/schemas/ReplyOut"}},
+        },
+    }
+}
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages",
+    responses=SEND_RESPONSES,
+    response_model=schemas.ReplyOut,
+    summary="Send a message; the reply streams back",
+)
+async def send(
+    request: Request,
+    owner: Owner,
+    conversation_id: str,
+    body: schemas.SendIn,
+    stream: Annotated[
+        bool | None, Query(description="false: one JSON body (also `Accept: application/json`).")
+    ] = None,
+) -> Any:
+    """Your message is saved first; then the reply streams as `delta` events and a final
+    `done` event. If you disconnect, the reply still finishes and is saved."""
+    streaming = _wants_stream(request.headers.get("accept"), stream)
+    svc = request.app.state.conversations
+    events = svc.send(owner, conversation_id, body.text)
+    queue = request.app.state.turns.start(conversation_id, events)
+    first = await queue.get()
+    if isinstance(first, _Failed):
+        raise first.error
+    if first is _END:  # the service always ends a turn with Done or Cleared
+        raise RuntimeError("the reply ended without an event")
+    if streaming:
+        return StreamingResponse(
+            _stream(request, owner, conversation_id, first, queue),
+            media_type="text/event-stream",
+            # No caching, and no buffering by a proxy in front (nginx, a Space's): each event
+            # should reach the client as it is written.
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    item, final = first, None
+    while item is not _END:
+        if isinstance(item, _Failed):
+            raise item.error
+        if isinstance(item, Done | Cleared):
+            final = await _final(request, owner, conversation_id, item)
+        item = await queue.get()
+    return JSONResponse(final)

@@ -1,0 +1,291 @@
+"""Request and response bodies of the API, and how the service's records become them.
+
+Times are ISO 8601 in UTC. Records come from the service facade; the `*_out` functions read
+their attributes and nothing else, so a record gaining a field does not change the API.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return (
+        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are refused, so a typo is not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- personas ----------------------------------------------------------------------------
+
+
+class PersonaSummary(BaseModel):
+    id: str
+    display_name: str
+    avatar: str
+    description: str
+    language: str
+    version: int = Field(description="The version in use: 0 = the built-in, 1, 2, ... = yours.")
+    source: Literal["builtin", "saved"]
+
+
+class PersonaDetail(PersonaSummary):
+    yaml: str = Field(description="The exact YAML text of the version in use.")
+    fields: dict[str, Any] = Field(description="The validated persona, field by field.")
+    system_prompt: str = Field(description="The system prompt composed from it.")
+    saved_at: str | None
+
+
+class PersonaVersionOut(BaseModel):
+    version: int
+    source: Literal["builtin", "saved"]
+    saved_at: str | None
+    in_use: bool
+    display_name: str
+
+
+class RollbackIn(Body):
+    version: int = Field(
+        ge=0, description="The version to use from the next message; 0 = built-in."
+    )
+
+
+class RefreshOut(BaseModel):
+    builtins: dict[str, str | None] = Field(
+        description="Each built-in persona id and the problem with its file (null: loaded)."
+    )
+
+
+def persona_summary(found: Any) -> dict[str, Any]:
+    p = found.persona
+    return {
+        "id": p.id,
+        "display_name": p.display_name,
+        "avatar": p.avatar,
+        "description": p.description,
+        "language": p.language,
+        "version": found.version,
+        "source": found.source,
+    }
+
+
+def persona_detail(found: Any, system_prompt: str) -> dict[str, Any]:
+    return {
+        **persona_summary(found),
+        "yaml": found.yaml_text,
+        "fields": found.persona.model_dump(),
+        "system_prompt": system_prompt,
+        "saved_at": iso(found.saved_at),
+    }
+
+
+def version_out(found: Any, in_use: int) -> dict[str, Any]:
+    return {
+        "version": found.version,
+        "source": found.source,
+        "saved_at": iso(found.saved_at),
+        "in_use": found.version == in_use,
+        "display_name": found.persona.display_name,
+    }
+
+
+# ---- conversations -----------------------------------------------------------------------
+
+
+class ConversationOut(BaseModel):
+    id: str
+    title: str | None
+    persona_id: str
+    retention_minutes: int | None = Field(description="Forgotten after this many idle minutes.")
+    created_at: str
+    last_active_at: str
+    expires_at: str | None
+    message_count: int
+
+
+class ConversationIn(Body):
+    title: str | None = Field(None, max_length=100)
+    persona_id: str | None = Field(None, description="Default: the assistant persona.")
+    retention_minutes: int | None = Field(
+        None, ge=1, description="Minutes idle before it is forgotten; null: keep until deleted."
+    )
+
+
+class ConversationPatch(ConversationIn):
+    """Only the fields sent change."""
+
+
+class MessageOut(BaseModel):
+    id: int
+    role: Literal["user", "assistant", "summary"]
+    content: str
+    created_at: str
+    compacted: bool = Field(description="Folded into a summary: shown, no longer sent whole.")
+    incomplete: bool = Field(description="A reply that was stopped or failed part-way.")
+    covers_count: int | None = Field(description="For a summary: how many messages it covers.")
+
+
+class MessagesPage(BaseModel):
+    messages: list[MessageOut] = Field(description="Oldest first.")
+    next_before: int | None = Field(
+        description="Pass as `before` for the page of older messages; null: this is the first."
+    )
+
+
+class MemoryStatusOut(BaseModel):
+    messages: int
+    active: int
+    compacted: int
+    summaries: int
+    summary_covers: int
+    context_chars: int
+    budget: int
+    summarizing: bool
+    retention_minutes: int | None
+    expires_at: str | None
+    degraded: bool = Field(description="Storage failed: answering without memory.")
+
+
+class NextPrompt(BaseModel):
+    """Exactly what the model receives with the next message, besides the message."""
+
+    model: str
+    persona_id: str
+    persona_version: int | None
+    system_instruction: str
+    summary: str | None
+    turns: list[dict[str, str]]
+    recalled: list[dict[str, str]]
+    chars: int
+    budget: int
+    not_shown: int
+
+
+class MemoryOut(BaseModel):
+    status: MemoryStatusOut
+    summary: str | None
+    next: NextPrompt
+
+
+class ResetOut(BaseModel):
+    messages: int
+    summaries: int
+    chars: int
+
+
+class SearchHitOut(BaseModel):
+    message_id: int
+    role: str
+    snippet: str = Field(description="The message around the matches, each wrapped in **.")
+    created_at: str
+
+
+class SearchResult(BaseModel):
+    conversation: ConversationOut
+    hits: list[SearchHitOut] = Field(description="Matching messages, newest first.")
+
+
+class SearchOut(BaseModel):
+    query: str
+    results: list[SearchResult] = Field(description="Conversations, newest activity first.")
+
+
+class SendIn(Body):
+    text: str = Field(description="The message, up to 10,000 characters; `/reset` resets.")
+
+
+class UsageOut(BaseModel):
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class ReplyOut(BaseModel):
+    """The final event of a stream, or the whole JSON answer."""
+
+    reply: str
+    status: Literal["ok", "incomplete"]
+    model: str
+    usage: UsageOut
+    memory: MemoryStatusOut | None
+    saved: bool
+    notice: str | None
+    reset: ResetOut | None = Field(None, description="Set when the message was `/reset`.")
+
+
+def conversation_out(c: Any) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "title": c.title,
+        "persona_id": c.persona_id,
+        "retention_minutes": c.retention_minutes,
+        "created_at": iso(c.created_at),
+        "last_active_at": iso(c.last_active_at),
+        "expires_at": iso(c.expires_at),
+        "message_count": c.message_count,
+    }
+
+
+def message_out(t: Any) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "role": t.role,
+        "content": t.content,
+        "created_at": iso(t.created_at),
+        "compacted": t.compacted,
+        "incomplete": t.incomplete,
+        "covers_count": t.covers_count,
+    }
+
+
+def status_out(s: Any) -> dict[str, Any]:
+    return {
+        "messages": s.total,
+        "active": s.active,
+        "compacted": s.compacted,
+        "summaries": s.summaries,
+        "summary_covers": s.summary_covers,
+        "context_chars": s.context_chars,
+        "budget": s.budget,
+        "summarizing": s.summarizing,
+        "retention_minutes": s.retention_minutes,
+        "expires_at": iso(s.expires_at),
+        "degraded": s.degraded,
+    }
+
+
+def next_prompt_out(p: Any) -> dict[str, Any]:
+    return {
+        "model": p.model,
+        "persona_id": p.persona_id,
+        "persona_version": p.persona_version,
+        "system_instruction": p.system_instruction,
+        "summary": p.summary,
+        "turns": p.turns,
+        "recalled": p.recalled,
+        "chars": p.chars,
+        "budget": p.budget,
+        "not_shown": p.not_shown,
+    }
+
+
+def reset_out(r: Any) -> dict[str, Any]:
+    return {"messages": r.turns, "summaries": r.summaries, "chars": r.chars}
+
+
+def hit_out(h: Any) -> dict[str, Any]:
+    return {
+        "message_id": h.turn_id,
+        "role": h.role,
+        "snippet": h.snippet,
+        "created_at": iso(h.created_at),
+    }

@@ -1,0 +1,90 @@
+"""Serve the web app — the HTTP API with the Gradio UI mounted beside it — with uvicorn.
+
+One process, one port, one event loop: `app.py` builds a FastAPI app whose routes are the API
+under /api/v1 and mounts the Gradio Blocks at "/" (`gr.mount_gradio_app`, Gradio's supported
+way to live inside another ASGI app: its queue, streaming, BrowserState and Hugging Face
+sign-in work as under `launch()`). uvicorn runs it, so `python app.py` and a Space's runner,
+which also runs `python app.py`, serve both on the same port.
+
+The socket is bound before uvicorn starts, so a busy port is reported as an OSError the
+caller can explain, instead of uvicorn's log line and `sys.exit`.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+from starlette.types import ASGIApp
+
+GRACEFUL_SHUTDOWN_S = 10.0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0 = any free port); raises OSError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class WebServer:
+    """uvicorn serving `app` on an already bound socket, in the foreground or a thread."""
+
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = bind(host, port)
+        self.host = host
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            # Gradio's own launch() settings: no websockets needed (its queue streams over
+            # SSE), and in-flight streams get time to finish on shutdown.
+            ws="none",
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        shown = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{shown}:{self.port}"
+
+    def run(self) -> None:
+        """Serve until interrupted (Ctrl+C or SIGTERM), then shut down gracefully."""
+        self.server.run(sockets=[self.sock])
+
+    def start(self, timeout_s: float = 30.0) -> WebServer:
+        """Serve in a daemon thread (tests, benchmarks); returns once accepting connections."""
+        # A thread cannot install signal handlers; the owner stops the server with stop().
+        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=self.run, name=f"web-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the web server on port {self.port} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(GRACEFUL_SHUTDOWN_S + 5)
+        self.sock.close()
+
+    def __enter__(self) -> WebServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
