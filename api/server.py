@@ -12,14 +12,18 @@ caller can explain, instead of uvicorn's log line and `sys.exit`.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import uvicorn
 from starlette.types import ASGIApp
 
 GRACEFUL_SHUTDOWN_S = 10.0
+T = TypeVar("T")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -54,6 +58,7 @@ class WebServer:
         )
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
@@ -68,7 +73,9 @@ class WebServer:
         """Serve in a daemon thread (tests, benchmarks); returns once accepting connections."""
         # A thread cannot install signal handlers; the owner stops the server with stop().
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self.run, name=f"web-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._serve(),), name=f"web-{self.port}", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self.server.started:
@@ -76,6 +83,16 @@ class WebServer:
                 raise RuntimeError(f"the web server on port {self.port} did not start")
             time.sleep(0.01)
         return self
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.server.serve(sockets=[self.sock])
+
+    def call(self, work: Coroutine[Any, Any, T], timeout_s: float = 30.0) -> T:
+        """Run a coroutine on the server's event loop (where the app's store lives) from
+        another thread, and return its result: for tests and benchmarks."""
+        assert self.loop is not None, "start() the server first"
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout_s)
 
     def stop(self) -> None:
         self.server.should_exit = True
