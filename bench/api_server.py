@@ -1,0 +1,103 @@
+"""The app as the load test runs it, in a process of its own (`python -m bench.api_server`).
+
+    --model instant      an instant echo model: what is timed is Mnemo, not a model
+    --model gemini URL   the real google-genai client against the fake Gemini server at URL
+    --fake-gemini        instead: serve only the fake Gemini server (tests/fake_gemini.py)
+
+It serves exactly what `python app.py` serves (app.web_app: the API at /api/v1 and the UI at
+/), plus, at /probe, a one-event Gradio page whose public streaming endpoint makes the same
+facade call as the UI's send button, so gradio_client can drive the Gradio queue (the app's own
+events are private to its page). Prints `READY <url>` when it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+from assistant.models import ReplyStream, Usage
+
+TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
+
+
+class EchoModel:
+    """Answers at once with "You said: <the message>", so each reply names its question."""
+
+    name = "instant echo model"
+    model_id = "instant-echo"
+
+    def stream(self, system, messages, settings) -> ReplyStream:
+        reply = "You said: " + messages[-1]["content"][:200]
+
+        async def produce(stream: ReplyStream):
+            stream.usage = Usage(input_tokens=len(system) // 4, output_tokens=len(reply) // 4)
+            yield reply
+            stream.finish_reason = "STOP"
+
+        return ReplyStream(produce)
+
+
+def probe_page(facade):
+    """A Gradio page with one public streaming endpoint, /chat(owner, conversation, text)."""
+    import gradio as gr
+
+    async def chat(owner: str, conversation_id: str, text: str):
+        reply = ""
+        async for event in facade.send(owner, conversation_id, text):
+            delta = getattr(event, "text", None)
+            if delta is not None:
+                reply += delta
+                yield reply
+
+    with gr.Blocks() as page:
+        owner, conversation, text = gr.Textbox(), gr.Textbox(), gr.Textbox()
+        out = gr.Textbox()
+        gr.Button().click(chat, [owner, conversation, text], out, api_name="chat")
+    # The app's own queue setting (app.web_app), so this path costs what the UI's does.
+    return page.queue(default_concurrency_limit=8)
+
+
+def serve_app(data_dir: Path, model_choice: str, gemini_url: str | None) -> None:
+    import gradio as gr
+
+    import app
+    from api.server import WebServer
+    from assistant.gemini import GeminiModel
+    from ui.runtime import Runtime
+
+    model = EchoModel() if model_choice == "instant" else GeminiModel("bench", base_url=gemini_url)
+    rt = Runtime(data_dir, model=model)
+    web = app.web_app(rt)
+    gr.mount_gradio_app(web, probe_page(web.state.api.state.conversations), path="/probe")
+    web.router.routes.insert(0, web.router.routes.pop())  # before the UI's catch-all "/"
+    server = WebServer(web, "127.0.0.1", 0)
+    print(f"READY {server.url}", flush=True)
+    server.run()
+
+
+def serve_fake_gemini() -> None:
+    sys.path.insert(0, str(TESTS_DIR))
+    from fake_gemini import FakeGemini
+
+    with FakeGemini() as fake:
+        print(f"READY {fake.url}", flush=True)
+        threading.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.api_server", description=__doc__)
+    parser.add_argument("--fake-gemini", action="store_true")
+    parser.add_argument("--model", choices=("instant", "gemini"), default="instant")
+    parser.add_argument("--gemini-url")
+    parser.add_argument("--data", type=Path)
+    args = parser.parse_args(argv)
+    if args.fake_gemini:
+        serve_fake_gemini()
+    else:
+        serve_app(args.data, args.model, args.gemini_url)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Serving the web app: the socket, a busy port, and `python app.py` serving API and UI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from api.server import bind
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def test_connections_to_the_socket_get_tcp_nodelay():
+    # asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP; with proto 0 every
+    # keep-alive response waited for a delayed ACK (~40 ms).
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport):
+            sock = transport.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    sock = bind("127.0.0.1", 0)
+    server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+    try:
+        _, writer = await asyncio.open_connection(*sock.getsockname())
+        assert await asyncio.wait_for(accepted, 10) == 1
+        writer.close()
+    finally:
+        server.close()
+
+
+def test_a_busy_port_raises_oserror():
+    taken = bind("127.0.0.1", 0)
+    try:
+        try:
+            bind("127.0.0.1", taken.getsockname()[1])
+        except OSError:
+            pass
+        else:
+            raise AssertionError("bound a port that was taken")
+    finally:
+        taken.close()
+
+
+def _env(tmp_path: Path, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMO_", "GEMINI_"))}
+    env.pop("SPACE_ID", None)
+    env.update(
+        MNEMO_DATA_DIR=str(tmp_path / "data"),
+        MNEMO_PORT=str(port),
+        MNEMO_MODEL="gemini",
+        GEMINI_API_KEY="test-key",
+        GEMINI_BASE_URL="http://127.0.0.1:9",
+        GRADIO_ANALYTICS_ENABLED="False",
+    )
+    return env
+
+
+def test_app_says_what_to_do_when_the_port_is_busy(tmp_path):
+    taken = bind("127.0.0.1", 0)
+    port = taken.getsockname()[1]
+    try:
+        done = subprocess.run(
+            [sys.executable, "app.py"],
+            cwd=ROOT,
+            env=_env(tmp_path, port),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        taken.close()
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert f"MNEMO_PORT={port + 1}" in done.stderr
+
+
+def test_python_app_py_serves_the_ui_and_the_api_on_one_port(tmp_path):
+    probe = bind("127.0.0.1", 0)
+    port = probe.getsockname()[1]
+    probe.close()
+    proc = subprocess.Popen(
+        [sys.executable, "app.py"],
+        cwd=ROOT,
+        env=_env(tmp_path, port),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                page = httpx.get(url + "/", timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.3)
+        assert page.status_code == 200 and "gradio" in page.text.lower()
+        denied = httpx.get(url + "/api/v1/conversations", timeout=5)
+        assert denied.status_code == 401
+        assert denied.json()["type"] == "/api/v1/problems#unauthorized"
+        assert httpx.get(url + "/api/v1/openapi.json", timeout=5).json()["info"]["title"] == (
+            "Mnemo API"
+        )
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert f"Mnemo is running on {url} (HTTP API: {url}/api/v1/docs)" in out
+    assert "Traceback" not in out
