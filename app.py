@@ -27,7 +27,6 @@ from fastapi import FastAPI
 
 from api import create_web_app
 from api.server import WebServer
-from api.service import Conversations
 from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
@@ -98,7 +97,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
 
 def web_app(rt: Runtime, demo: gr.Blocks | None = None) -> FastAPI:
     """One ASGI app: the HTTP API at /api/v1 and the Gradio UI at "/" (see api/server.py)."""
-    web = create_web_app(Conversations(rt), config.admin_token(), on_shutdown=rt.close)
+    web = create_web_app(rt, config.admin_token())
     demo = demo if demo is not None else build_demo(rt)
     return gr.mount_gradio_app(
         web,

@@ -1,7 +1,7 @@
 """The HTTP API, /api/v1: personas, conversations and streamed replies for scripts and other
 front ends, calling the same service facade as the UI so the two cannot drift.
 
-    web = create_web_app(conversations)       # FastAPI: /api/v1/... (docs at /api/v1/docs)
+    web = create_web_app(runtime)             # FastAPI: /api/v1/... (docs at /api/v1/docs)
     gr.mount_gradio_app(web, demo, path="/")  # the UI beside it: one server, one port
 
 Auth is a per-owner bearer token made in the UI (see `auth`); every error is a JSON problem
@@ -11,14 +11,16 @@ document (see `problems`); replies stream as server-sent events (see `messages`)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI
 
+from assistant.errors import UserError
+from assistant.runtime import Runtime
+
 from . import conversations, messages, personas, problems
 from .problems import PROBLEMS
-from .service import ERRORS
 
 PREFIX = "/api/v1"
 VERSION = "1.0"
@@ -40,8 +42,9 @@ the reply still finishes and is saved.
 """
 
 
-def create_api(conversations_facade: Any, admin_token: str | None = None) -> FastAPI:
-    """The API as an ASGI app to mount at /api/v1 (routes are relative to it)."""
+def create_api(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
+    """The API as an ASGI app to mount at /api/v1 (routes are relative to it), calling the
+    runtime's `Conversations` facade."""
     api = FastAPI(
         title="Mnemo API",
         version=VERSION,
@@ -50,12 +53,11 @@ def create_api(conversations_facade: Any, admin_token: str | None = None) -> Fas
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    api.state.conversations = conversations_facade
+    api.state.runtime = runtime
     api.state.admin_token = admin_token
     api.state.turns = messages.Turns()
     api.add_exception_handler(problems.ApiProblem, problems.on_error)
-    for error_class, _, _ in ERRORS:
-        api.add_exception_handler(error_class, problems.on_error)
+    api.add_exception_handler(UserError, problems.on_error)
     problems.install(api)
     for module in (personas, conversations, messages):
         api.include_router(module.router)
@@ -70,24 +72,19 @@ def create_api(conversations_facade: Any, admin_token: str | None = None) -> Fas
     return api
 
 
-def create_web_app(
-    conversations_facade: Any,
-    admin_token: str | None = None,
-    on_shutdown: Callable[[], Awaitable[None]] | None = None,
-) -> FastAPI:
+def create_web_app(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
     """The server's root app: the API at /api/v1; mount the UI at "/" afterwards.
 
-    On shutdown, replies still streaming finish and are saved, then `on_shutdown` runs
-    (e.g. closing the store).
+    On shutdown, replies still streaming finish and are saved, then the runtime closes (its
+    background work done, the store closed).
     """
-    api = create_api(conversations_facade, admin_token)
+    api = create_api(runtime, admin_token)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await api.state.turns.drain()
-        if on_shutdown is not None:
-            await on_shutdown()
+        await runtime.close()
 
     web = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     web.mount(PREFIX, api)

@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from assistant.conversations import Conversations
 from assistant.tokens import is_admin
 
 from .problems import ApiProblem
@@ -35,6 +36,14 @@ ADMIN_ONLY = (
 )
 
 
+async def facade(request: Request) -> Conversations:
+    """The service facade the UI uses too (opening the store on first use)."""
+    return await request.app.state.runtime.conversations()
+
+
+Facade = Annotated[Conversations, Depends(facade)]
+
+
 def _secret(credentials: HTTPAuthorizationCredentials | None) -> str:
     if credentials is None or not credentials.credentials.strip():
         raise ApiProblem("unauthorized", NO_TOKEN)
@@ -42,11 +51,11 @@ def _secret(credentials: HTTPAuthorizationCredentials | None) -> str:
 
 
 async def current_owner(
-    request: Request,
+    svc: Facade,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> str:
     """The owner the token belongs to (401 unless it is an active token)."""
-    token = await request.app.state.conversations.tokens.check(_secret(credentials))
+    token = await svc.check_token(_secret(credentials))
     if token is None:
         raise ApiProblem("unauthorized", BAD_TOKEN)
     return token.owner
@@ -54,6 +63,7 @@ async def current_owner(
 
 async def may_refresh(
     request: Request,
+    svc: Facade,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
     """The admin token when one is configured; otherwise any active user token."""
@@ -61,7 +71,7 @@ async def may_refresh(
     admin = request.app.state.admin_token
     if is_admin(secret, admin):
         return
-    token = await request.app.state.conversations.tokens.check(secret)
+    token = await svc.check_token(secret)
     if token is None:
         raise ApiProblem("unauthorized", BAD_TOKEN)
     if admin:

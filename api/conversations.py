@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
+
+from assistant.errors import StorageError
+from assistant.failopen import is_unsaved
 
 from . import schemas
-from .auth import Owner
+from .auth import Facade, Owner
+from .problems import ApiProblem
 
 router = APIRouter(tags=["conversations"])
 
@@ -19,20 +23,22 @@ MAX_PAGE = 200
 MAX_QUERY_CHARS = 200
 
 
-def _svc(request: Request) -> Any:
-    return request.app.state.conversations
+STORAGE_DOWN = (
+    "The conversation database is unavailable, so nothing was {done}. Check that the data "
+    "directory is writable and has free space, then try again."
+)
 
 
 @router.get(
     "/conversations", response_model=list[schemas.ConversationOut], summary="Your conversations"
 )
 async def list_conversations(
-    request: Request,
+    svc: Facade,
     owner: Owner,
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many.")] = 100,
 ) -> list[dict[str, Any]]:
     """Newest activity first."""
-    found = await _svc(request).list_conversations(owner, limit)
+    found = await svc.list(owner, limit)
     return [schemas.conversation_out(c) for c in found]
 
 
@@ -43,11 +49,18 @@ async def list_conversations(
     summary="Start a conversation",
 )
 async def create_conversation(
-    request: Request, owner: Owner, body: schemas.ConversationIn | None = None
+    svc: Facade, owner: Owner, body: schemas.ConversationIn | None = None
 ) -> dict[str, Any]:
     """An empty conversation with a persona (default: assistant); messages come next."""
     body = body or schemas.ConversationIn()
-    created = await _svc(request).create(owner, body.persona_id, body.title, body.retention_minutes)
+    created = await svc.create(
+        owner,
+        title=body.title,
+        persona_id=body.persona_id,
+        retention_minutes=body.retention_minutes,
+    )
+    if is_unsaved(created.id):  # the UI can chat unsaved while storage is down; a client can't
+        raise StorageError(STORAGE_DOWN.format(done="created"), title="Storage unavailable")
     return schemas.conversation_out(created)
 
 
@@ -56,8 +69,8 @@ async def create_conversation(
     response_model=schemas.ConversationOut,
     summary="One conversation",
 )
-async def get_conversation(request: Request, owner: Owner, conversation_id: str) -> dict[str, Any]:
-    return schemas.conversation_out(await _svc(request).get(owner, conversation_id))
+async def get_conversation(svc: Facade, owner: Owner, conversation_id: str) -> dict[str, Any]:
+    return schemas.conversation_out(await svc.get(owner, conversation_id))
 
 
 @router.patch(
@@ -66,27 +79,31 @@ async def get_conversation(request: Request, owner: Owner, conversation_id: str)
     summary="Rename, change persona or retention",
 )
 async def patch_conversation(
-    request: Request, owner: Owner, conversation_id: str, body: schemas.ConversationPatch
+    svc: Facade, owner: Owner, conversation_id: str, body: schemas.ConversationPatch
 ) -> dict[str, Any]:
     """Only the fields you send change. `retention_minutes: null` keeps it until deleted."""
-    svc = _svc(request)
     given = body.model_fields_set
+    for name in ("title", "persona_id"):
+        if name in given and getattr(body, name) is None:
+            raise ApiProblem(
+                "invalid-request", f"body {name}: cannot be null; leave it out to keep it."
+            )
     conversation = await svc.get(owner, conversation_id)
-    if "persona_id" in given:  # check it exists before changing anything
-        await svc.persona(owner, body.persona_id or "")
-    if "title" in given:
-        conversation = await svc.rename(owner, conversation_id, body.title or "")
+    # The persona first: it is the one change that can still be refused (unknown persona);
+    # title and retention were validated with the body.
     if "persona_id" in given:
-        conversation = await svc.set_persona(owner, conversation_id, body.persona_id or "")
+        conversation = (await svc.set_persona(owner, conversation_id, body.persona_id)).conversation
+    if "title" in given:
+        conversation = await svc.rename(owner, conversation_id, body.title)
     if "retention_minutes" in given:
         conversation = await svc.set_retention(owner, conversation_id, body.retention_minutes)
     return schemas.conversation_out(conversation)
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204, summary="Delete a conversation")
-async def delete_conversation(request: Request, owner: Owner, conversation_id: str) -> Response:
+async def delete_conversation(svc: Facade, owner: Owner, conversation_id: str) -> Response:
     """Its messages and memory are removed for good."""
-    await _svc(request).delete(owner, conversation_id)
+    await svc.delete(owner, conversation_id)
     return Response(status_code=204)
 
 
@@ -96,7 +113,7 @@ async def delete_conversation(request: Request, owner: Owner, conversation_id: s
     summary="Messages, a page at a time",
 )
 async def messages(
-    request: Request,
+    svc: Facade,
     owner: Owner,
     conversation_id: str,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page size.")] = 50,
@@ -106,9 +123,11 @@ async def messages(
 ) -> dict[str, Any]:
     """The newest `limit` messages before `before`, oldest first: everything the user can
     scroll, summaries and messages folded into them included."""
-    turns = await _svc(request).transcript(owner, conversation_id, limit, before)
-    older = turns[0].id if len(turns) == limit and turns else None
-    return {"messages": [schemas.message_out(t) for t in turns], "next_before": older}
+    page = await svc.messages(owner, conversation_id, limit=limit, before_id=before)
+    return {
+        "messages": [schemas.message_out(t) for t in page.turns],
+        "next_before": page.next_before,
+    }
 
 
 @router.get(
@@ -117,7 +136,7 @@ async def messages(
     summary="What is remembered and what the model receives next",
 )
 async def memory(
-    request: Request,
+    svc: Facade,
     owner: Owner,
     conversation_id: str,
     draft: Annotated[
@@ -125,7 +144,6 @@ async def memory(
         Query(max_length=10_000, description="A message you might send: shows what it recalls."),
     ] = None,
 ) -> dict[str, Any]:
-    svc = _svc(request)
     status = await svc.status(owner, conversation_id)
     preview = await svc.preview(owner, conversation_id, draft)
     return {
@@ -140,27 +158,31 @@ async def memory(
     response_model=schemas.ResetOut,
     summary="Forget the conversation's memory",
 )
-async def reset(request: Request, owner: Owner, conversation_id: str) -> dict[str, Any]:
+async def reset(svc: Facade, owner: Owner, conversation_id: str) -> dict[str, Any]:
     """Removes its messages and summaries; the conversation stays. Says what was cleared."""
-    return schemas.reset_out(await _svc(request).reset(owner, conversation_id))
+    return schemas.reset_out(await svc.reset(owner, conversation_id))
 
 
 @router.get("/search", response_model=schemas.SearchOut, summary="Search your conversations")
 async def search(
-    request: Request,
+    svc: Facade,
     owner: Owner,
     q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="Words.")],
     limit: Annotated[int, Query(ge=1, le=100, description="Conversations at most.")] = 20,
 ) -> dict[str, Any]:
     """Titles and messages (summarized ones too), grouped by conversation."""
-    found = await _svc(request).search(owner, q, limit)
+    found = await svc.search(owner, q, limit=limit)
+    if not found.available:
+        raise StorageError(STORAGE_DOWN.format(done="searched"), title="Storage unavailable")
     return {
-        "query": q,
+        "query": found.query,
+        "searchable": found.searchable,
         "results": [
             {
-                "conversation": schemas.conversation_out(c),
-                "hits": [schemas.hit_out(h) for h in hits],
+                "conversation": schemas.conversation_out(r.conversation),
+                "title": r.title,
+                "hits": [schemas.hit_out(h) for h in r.hits],
             }
-            for c, hits in found
+            for r in found.results
         ],
     }

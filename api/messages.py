@@ -9,7 +9,8 @@ reply runs in its own task, not in the request: a client that disconnects mid-re
 nothing — the reply finishes and is saved complete, and the next GET of the messages shows
 it. Errors found before the first piece of the reply (bad input, quota, unknown
 conversation, the model refusing to start) are a 4xx/5xx problem document instead of a
-stream. Messages to one conversation are answered one at a time, in the order they came.
+stream. Messages to one conversation are answered one at a time, in the order they came (the
+facade's turn lock, shared with the UI).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from assistant.chat import Cleared, Delta, Done
+from assistant.conversations import Conversations
 
 from . import schemas
-from .auth import Owner
+from .auth import Facade, Owner
 from .problems import ApiProblem, problem_of
 
 log = logging.getLogger("mnemo.api")
@@ -50,33 +52,23 @@ class Turns:
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
-        # Per conversation: its lock and how many replies hold or wait for it (so the entry
-        # goes when the last one is done, and the dict does not grow with every conversation).
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
-    def start(self, conversation_id: str, events: AsyncIterator[Any]) -> asyncio.Queue[Any]:
+    def start(self, events: AsyncIterator[Any]) -> asyncio.Queue[Any]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        task = asyncio.get_running_loop().create_task(self._run(conversation_id, events, queue))
+        task = asyncio.get_running_loop().create_task(self._run(events, queue))
         self._tasks.add(task)  # the loop holds tasks weakly
         task.add_done_callback(self._tasks.discard)
         return queue
 
-    async def _run(self, conversation_id: str, events: AsyncIterator[Any], queue: Any) -> None:
-        lock, users = self._locks.setdefault(conversation_id, (asyncio.Lock(), [0]))
-        users[0] += 1
+    async def _run(self, events: AsyncIterator[Any], queue: Any) -> None:
         try:
-            async with lock:
-                try:
-                    async with contextlib.aclosing(events):  # type: ignore[type-var]
-                        async for event in events:
-                            queue.put_nowait(event)
-                except Exception as exc:
-                    queue.put_nowait(_Failed(exc))
+            async with contextlib.aclosing(events):  # type: ignore[type-var]
+                async for event in events:
+                    queue.put_nowait(event)
+        except Exception as exc:
+            queue.put_nowait(_Failed(exc))
         finally:
             queue.put_nowait(_END)
-            users[0] -= 1
-            if users[0] == 0:
-                del self._locks[conversation_id]
 
     @property
     def running(self) -> int:
@@ -109,9 +101,8 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-async def _final(request: Request, owner: str, conversation_id: str, event: Any) -> dict:
+async def _final(svc: Conversations, owner: str, conversation_id: str, event: Any) -> dict:
     """The `done` payload for a Done or Cleared event, with the memory status after it."""
-    svc = request.app.state.conversations
     try:
         memory = schemas.status_out(await svc.status(owner, conversation_id))
     except Exception:  # the reply is saved; a status that cannot be read is left out
@@ -144,14 +135,14 @@ async def _final(request: Request, owner: str, conversation_id: str, event: Any)
 
 
 async def _stream(
-    request: Request, owner: str, conversation_id: str, first: Any, queue: Any
+    svc: Conversations, owner: str, conversation_id: str, first: Any, queue: Any
 ) -> AsyncIterator[bytes]:
     item = first
     while item is not _END:
         if isinstance(item, Delta):
             yield _sse("delta", {"text": item.text})
         elif isinstance(item, Done | Cleared):
-            yield _sse("done", await _final(request, owner, conversation_id, item))
+            yield _sse("done", await _final(svc, owner, conversation_id, item))
         elif isinstance(item, _Failed):
             yield _sse("error", problem_of(item.error))
         item = await queue.get()
@@ -181,6 +172,7 @@ SEND_RESPONSES: dict[int | str, dict[str, Any]] = {
 )
 async def send(
     request: Request,
+    svc: Facade,
     owner: Owner,
     conversation_id: str,
     body: schemas.SendIn,
@@ -191,9 +183,7 @@ async def send(
     """Your message is saved first; then the reply streams as `delta` events and a final
     `done` event. If you disconnect, the reply still finishes and is saved."""
     streaming = _wants_stream(request.headers.get("accept"), stream)
-    svc = request.app.state.conversations
-    events = svc.send(owner, conversation_id, body.text)
-    queue = request.app.state.turns.start(conversation_id, events)
+    queue = request.app.state.turns.start(svc.send(owner, conversation_id, body.text))
     first = await queue.get()
     if isinstance(first, _Failed):
         raise first.error
@@ -201,7 +191,7 @@ async def send(
         raise RuntimeError("the reply ended without an event")
     if streaming:
         return StreamingResponse(
-            _stream(request, owner, conversation_id, first, queue),
+            _stream(svc, owner, conversation_id, first, queue),
             media_type="text/event-stream",
             # No caching, and no buffering by a proxy in front (nginx, a Space's): each event
             # should reach the client as it is written.
@@ -212,6 +202,6 @@ async def send(
         if isinstance(item, _Failed):
             raise item.error
         if isinstance(item, Done | Cleared):
-            final = await _final(request, owner, conversation_id, item)
+            final = await _final(svc, owner, conversation_id, item)
         item = await queue.get()
     return JSONResponse(final)

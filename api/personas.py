@@ -12,8 +12,10 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
+from assistant.errors import PersonaUnavailable
+
 from . import schemas
-from .auth import Owner, may_refresh
+from .auth import Facade, Owner, may_refresh
 from .problems import ApiProblem
 
 router = APIRouter(prefix="/personas", tags=["personas"])
@@ -34,14 +36,20 @@ PUT_BODY = {
 }
 
 
-def _svc(request: Request) -> Any:
-    return request.app.state.conversations
+async def _detail(svc: Facade, owner: str, persona_id: str) -> dict[str, Any]:
+    document = await svc.persona(owner, persona_id)
+    if document.fell_back:  # the facade shows the default persona for an unknown id
+        raise PersonaUnavailable(
+            f"There is no persona {persona_id!r}. GET /api/v1/personas lists yours; PUT one "
+            "to create it."
+        )
+    return schemas.persona_detail(document)
 
 
 @router.get("", response_model=list[schemas.PersonaSummary], summary="Your personas")
-async def list_personas(request: Request, owner: Owner) -> list[dict[str, Any]]:
+async def list_personas(svc: Facade, owner: Owner) -> list[dict[str, Any]]:
     """Every persona you can use, each in the version you use now."""
-    return [schemas.persona_summary(p) for p in await _svc(request).list_personas(owner)]
+    return [schemas.persona_summary(p) for p in await svc.personas(owner)]
 
 
 @router.post(
@@ -50,19 +58,17 @@ async def list_personas(request: Request, owner: Owner) -> list[dict[str, Any]]:
     dependencies=[Depends(may_refresh)],
     summary="Re-read the built-in personas from disk",
 )
-async def refresh(request: Request) -> dict[str, Any]:
+async def refresh(svc: Facade) -> dict[str, Any]:
     """Reload the built-in YAML files now and report each one's problem (null: loaded). A
     broken file keeps its last good version in use. With MNEMO_ADMIN_TOKEN set, only that
     token may call this."""
-    return {"builtins": await _svc(request).refresh_personas()}
+    return {"builtins": await svc.refresh_personas()}
 
 
 @router.get("/{persona_id}", response_model=schemas.PersonaDetail, summary="One persona")
-async def get_persona(request: Request, owner: Owner, persona_id: str) -> dict[str, Any]:
+async def get_persona(svc: Facade, owner: Owner, persona_id: str) -> dict[str, Any]:
     """The version you use now: its YAML, its fields and the system prompt it composes."""
-    svc = _svc(request)
-    found = await svc.persona(owner, persona_id)
-    return schemas.persona_detail(found, svc.system_prompt(found.persona))
+    return await _detail(svc, owner, persona_id)
 
 
 async def _put_body(request: Request) -> tuple[str | None, dict[str, Any] | None]:
@@ -100,14 +106,15 @@ async def _put_body(request: Request) -> tuple[str | None, dict[str, Any] | None
     openapi_extra={"requestBody": PUT_BODY},
     summary="Save a new version",
 )
-async def put_persona(request: Request, owner: Owner, persona_id: str) -> dict[str, Any]:
+async def put_persona(
+    request: Request, svc: Facade, owner: Owner, persona_id: str
+) -> dict[str, Any]:
     """Validate and save a new version of the persona for you; your next message uses it.
     YAML is saved as sent (`id` must be the URL's); a JSON object of fields gets its `id`
     from the URL. Saving the version in use again adds no version."""
     yaml_text, fields = await _put_body(request)
-    svc = _svc(request)
-    saved = await svc.put_persona(owner, persona_id, yaml_text, fields)
-    return schemas.persona_detail(saved, svc.system_prompt(saved.persona))
+    await svc.put_persona(owner, persona_id, yaml_text, fields)
+    return await _detail(svc, owner, persona_id)
 
 
 @router.get(
@@ -115,20 +122,20 @@ async def put_persona(request: Request, owner: Owner, persona_id: str) -> dict[s
     response_model=list[schemas.PersonaVersionOut],
     summary="Versions of a persona",
 )
-async def versions(request: Request, owner: Owner, persona_id: str) -> list[dict[str, Any]]:
+async def versions(svc: Facade, owner: Owner, persona_id: str) -> list[dict[str, Any]]:
     """Your saved versions, newest first, then the built-in (version 0) if there is one."""
-    svc = _svc(request)
-    in_use = (await svc.persona(owner, persona_id)).version
-    return [schemas.version_out(v, in_use) for v in await svc.persona_versions(owner, persona_id)]
+    document = await svc.persona(owner, persona_id)
+    if document.fell_back:
+        await _detail(svc, owner, persona_id)  # raises the not-found problem
+    return [schemas.version_out(v, document.info.version) for v in document.versions]
 
 
 @router.post(
     "/{persona_id}/rollback", response_model=schemas.PersonaDetail, summary="Use an older version"
 )
 async def rollback(
-    request: Request, owner: Owner, persona_id: str, body: schemas.RollbackIn
+    svc: Facade, owner: Owner, persona_id: str, body: schemas.RollbackIn
 ) -> dict[str, Any]:
     """Use an earlier version (0 = the built-in) from your next message; history is kept."""
-    svc = _svc(request)
-    found = await svc.rollback_persona(owner, persona_id, body.version)
-    return schemas.persona_detail(found, svc.system_prompt(found.persona))
+    await svc.rollback_persona(owner, persona_id, body.version)
+    return await _detail(svc, owner, persona_id)

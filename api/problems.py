@@ -6,13 +6,15 @@ sentence the UI shows for the same condition (the service's user errors carry it
 script and a person get the same advice. Some problems add members: `errors` (which field,
 what is wrong, and for YAML the line and column).
 
-Service errors are mapped in one table, ERRORS (most specific class first); the API's own
-conditions (no token, wrong media type) raise `ApiProblem` directly.
+The facade's one error family (`assistant.errors.UserError`) is mapped in one table, ERRORS
+(most specific class first); the title is the one the UI shows when the error has one. The
+API's own conditions (no token, wrong media type) raise `ApiProblem`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from .service import ERRORS
+from assistant.errors import (
+    AssistantError,
+    BlockedBySafety,
+    InvalidInput,
+    InvalidMessage,
+    InvalidPersonaYaml,
+    NotFound,
+    NothingToRetry,
+    PersonaRefused,
+    PersonaUnavailable,
+    QuotaExceeded,
+    StorageError,
+    UserError,
+)
 
 log = logging.getLogger("mnemo.api")
 
@@ -63,7 +78,9 @@ PROBLEMS: dict[str, ProblemType] = {
     "quota-exceeded": ProblemType(
         429, "Quota reached", "More messages this hour than MNEMO_QUOTA_PER_HOUR allows."
     ),
-    "nothing-to-retry": ProblemType(409, "Nothing to do", "The conversation has no message yet."),
+    "refused": ProblemType(
+        409, "Not done", "A limit was reached, or there is nothing to retry or revert."
+    ),
     "model-refused": ProblemType(
         422, "The assistant could not answer", "The model's safety filters blocked the message."
     ),
@@ -87,11 +104,32 @@ class ApiProblem(Exception):
         self.extra = extra
 
 
-def problem(slug: str, detail: str, **extra: Any) -> dict[str, Any]:
+def _located(exc: BaseException) -> dict[str, Any]:
+    return {"errors": list(getattr(exc, "located", []))}
+
+
+# The facade's user errors -> problem type (and extra members): the first matching row wins.
+ERRORS: list[tuple[type[UserError], str, Callable[[BaseException], dict[str, Any]] | None]] = [
+    (InvalidMessage, "invalid-message", None),
+    (QuotaExceeded, "quota-exceeded", None),
+    (NothingToRetry, "refused", None),
+    (BlockedBySafety, "model-refused", None),
+    (StorageError, "storage-unavailable", None),
+    (AssistantError, "model-unavailable", None),
+    (NotFound, "not-found", None),
+    (PersonaUnavailable, "not-found", None),
+    (InvalidPersonaYaml, "invalid-persona", _located),
+    (PersonaRefused, "refused", None),
+    (InvalidInput, "invalid-request", None),
+    (UserError, "invalid-request", None),
+]
+
+
+def problem(slug: str, detail: str, title: str | None = None, **extra: Any) -> dict[str, Any]:
     kind = PROBLEMS[slug]
     return {
         "type": TYPE_BASE + slug,
-        "title": kind.title,
+        "title": title or kind.title,
         "status": kind.status,
         "detail": detail,
         **extra,
@@ -104,7 +142,8 @@ def problem_of(exc: BaseException) -> dict[str, Any]:
         return problem(exc.slug, exc.detail, **exc.extra)
     for error_class, slug, extra_of in ERRORS:
         if isinstance(exc, error_class):
-            return problem(slug, str(exc), **(extra_of(exc) if extra_of else {}))
+            extra = extra_of(exc) if extra_of else {}
+            return problem(slug, exc.message, getattr(exc, "title", None), **extra)
     log.error("unexpected error in an API call", exc_info=exc)
     return problem(
         "internal",

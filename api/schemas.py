@@ -7,9 +7,9 @@ their attributes and nothing else, so a record gaining a field does not change t
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 def iso(epoch: float | None) -> str | None:
@@ -34,7 +34,6 @@ class PersonaSummary(BaseModel):
     display_name: str
     avatar: str
     description: str
-    language: str
     version: int = Field(description="The version in use: 0 = the built-in, 1, 2, ... = yours.")
     source: Literal["builtin", "saved"]
 
@@ -66,36 +65,34 @@ class RefreshOut(BaseModel):
     )
 
 
-def persona_summary(found: Any) -> dict[str, Any]:
-    p = found.persona
+def persona_summary(info: Any) -> dict[str, Any]:
     return {
-        "id": p.id,
-        "display_name": p.display_name,
-        "avatar": p.avatar,
-        "description": p.description,
-        "language": p.language,
-        "version": found.version,
-        "source": found.source,
+        "id": info.id,
+        "display_name": info.display_name,
+        "avatar": info.avatar or "",
+        "description": info.description or "",
+        "version": info.version,
+        "source": info.source,
     }
 
 
-def persona_detail(found: Any, system_prompt: str) -> dict[str, Any]:
+def persona_detail(document: Any) -> dict[str, Any]:
     return {
-        **persona_summary(found),
-        "yaml": found.yaml_text,
-        "fields": found.persona.model_dump(),
-        "system_prompt": system_prompt,
-        "saved_at": iso(found.saved_at),
+        **persona_summary(document.info),
+        "yaml": document.yaml_text,
+        "fields": document.fields,
+        "system_prompt": document.system_prompt,
+        "saved_at": iso(document.info.saved_at),
     }
 
 
-def version_out(found: Any, in_use: int) -> dict[str, Any]:
+def version_out(info: Any, in_use: int) -> dict[str, Any]:
     return {
-        "version": found.version,
-        "source": found.source,
-        "saved_at": iso(found.saved_at),
-        "in_use": found.version == in_use,
-        "display_name": found.persona.display_name,
+        "version": info.version,
+        "source": info.source,
+        "saved_at": iso(info.saved_at),
+        "in_use": info.version == in_use,
+        "display_name": info.display_name,
     }
 
 
@@ -113,8 +110,17 @@ class ConversationOut(BaseModel):
     message_count: int
 
 
+def _title(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("is empty; give the conversation a name, or leave the field out")
+    return value
+
+
+Title = Annotated[str | None, Field(max_length=100), AfterValidator(_title)]
+
+
 class ConversationIn(Body):
-    title: str | None = Field(None, max_length=100)
+    title: Title = None
     persona_id: str | None = Field(None, description="Default: the assistant persona.")
     retention_minutes: int | None = Field(
         None, ge=1, description="Minutes idle before it is forgotten; null: keep until deleted."
@@ -192,11 +198,13 @@ class SearchHitOut(BaseModel):
 
 class SearchResult(BaseModel):
     conversation: ConversationOut
+    title: str = Field(description="The title with matches wrapped in **; empty: untitled.")
     hits: list[SearchHitOut] = Field(description="Matching messages, newest first.")
 
 
 class SearchOut(BaseModel):
     query: str
+    searchable: bool = Field(description="false: the query has no word the index can match.")
     results: list[SearchResult] = Field(description="Conversations, newest activity first.")
 
 

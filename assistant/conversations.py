@@ -20,12 +20,14 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from memory import (
+    ApiToken,
     Conversation,
     ConversationNotFound,
     MemoryStatus,
     MemoryStoreError,
     ResetResult,
     StorageUnavailable,
+    TokenNotFound,
     Turn,
 )
 from memory import (
@@ -40,9 +42,12 @@ from personas import (
     PersonaVersion,
     build_system_prompt,
     load_persona_text,
+    read_persona_mapping,
 )
 from personas import form as persona_form
+from personas.loader import dump_persona_mapping
 
+from . import tokens
 from .chat import ChatEvent, ChatService, Preview, check_message
 from .errors import (
     InvalidInput,
@@ -86,6 +91,7 @@ STORAGE_DOWN = (
 # Which lower-layer error becomes which user error: the first matching row wins.
 _ERRORS: list[tuple[type[Exception], Callable[[Any, str], UserError]]] = [
     (ConversationNotFound, lambda exc, action: NotFound(NOT_FOUND)),
+    (TokenNotFound, lambda exc, action: NotFound(str(exc), title="API token not found")),
     (
         StorageUnavailable,
         lambda exc, action: StorageError(
@@ -94,7 +100,12 @@ _ERRORS: list[tuple[type[Exception], Callable[[Any, str], UserError]]] = [
     ),
     (MemoryInvalidInput, lambda exc, action: InvalidInput(str(exc))),
     (MemoryStoreError, lambda exc, action: UserError(str(exc))),
-    (InvalidPersona, lambda exc, action: InvalidPersonaYaml(str(exc), list(exc.problems))),
+    (
+        InvalidPersona,
+        lambda exc, action: InvalidPersonaYaml(
+            str(exc), list(exc.problems), [_located(p) for p in exc.details]
+        ),
+    ),
     (
         PersonaNotFound,
         lambda exc, action: PersonaUnavailable(
@@ -103,6 +114,15 @@ _ERRORS: list[tuple[type[Exception], Callable[[Any, str], UserError]]] = [
     ),
     (PersonaError, lambda exc, action: PersonaRefused(str(exc))),
 ]
+
+
+def _located(problem: Any) -> dict[str, Any]:
+    return {
+        "field": problem.field,
+        "message": problem.message,
+        "line": problem.line,
+        "column": problem.column,
+    }
 
 
 @contextlib.contextmanager
@@ -428,6 +448,7 @@ class Conversations:
                 versions=[PersonaInfo.of(v) for v in versions],
                 disk_error=self.registry.last_error(current.id),
                 fell_back=current.id != wanted,
+                fields=current.persona.model_dump(),
             )
 
     async def persona_versions(self, owner: str, persona_id: str) -> list[PersonaInfo]:
@@ -481,3 +502,51 @@ class Conversations:
                 )
             found = await self._personas(self.registry.revert_to_builtin, owner, persona_id)
             return PersonaInfo.of(found)
+
+    async def put_persona(
+        self, owner: str, persona_id: str, yaml_text: str | None, fields: dict[str, Any] | None
+    ) -> PersonaInfo:
+        """Save a new version of `persona_id` from YAML (saved as written, so problems point
+        at the caller's own lines) or from a mapping of fields (its id is `persona_id`)."""
+        with user_errors("save the persona"):
+            if fields is not None:
+                yaml_text = dump_persona_mapping({"id": persona_id, **fields})
+            named = read_persona_mapping(yaml_text or "").get("id", persona_id)
+            if named != persona_id:
+                raise InvalidPersonaYaml(
+                    f"The persona's id is {named!r} but the URL names {persona_id!r}: make "
+                    f"them match, or PUT it to /personas/{named}.",
+                    [f"id: is {named!r}, not {persona_id!r}"],
+                    [{"field": "id", "message": f"is {named!r}, not {persona_id!r}"}],
+                )
+            return PersonaInfo.of(await self._personas(self.registry.save, owner, yaml_text))
+
+    async def refresh_personas(self) -> dict[str, str | None]:
+        """Re-read the built-in persona files: each id and its problem (None: in use)."""
+        with user_errors("re-read the built-in personas"):
+            return await self._personas(self.registry.refresh_builtins)
+
+    # -- API tokens (never degraded: a token that cannot be checked lets nobody in) ----------
+
+    async def issue_token(self, owner: str, name: str) -> tokens.IssuedToken:
+        """A new API token for `owner`; its secret is in the result and nowhere else."""
+        with user_errors("create the API token"):
+            secret = tokens.new_secret()
+            token = await self.store.add_token(owner, name, tokens.token_hash(secret), secret[-4:])
+            return tokens.IssuedToken(token, secret)
+
+    async def list_tokens(self, owner: str) -> list[ApiToken]:
+        """The owner's tokens, newest first, revoked ones included."""
+        with user_errors("list your API tokens"):
+            return await self.store.list_tokens(owner)
+
+    async def revoke_token(self, owner: str, token_id: str) -> ApiToken:
+        with user_errors("revoke the API token"):
+            return await self.store.revoke_token(owner, token_id)
+
+    async def check_token(self, secret: str) -> ApiToken | None:
+        """The active token `secret` is, or None (unknown, revoked, not a token at all)."""
+        if not tokens.could_be_token(secret):
+            return None
+        with user_errors("check the API token"):
+            return await self.store.token_by_hash(tokens.token_hash(secret))

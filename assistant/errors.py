@@ -57,9 +57,14 @@ class InvalidPersonaYaml(UserError):
     kind = "invalid_persona"
     title = "Persona not saved"
 
-    def __init__(self, message: str, problems: list[str]) -> None:
+    def __init__(
+        self, message: str, problems: list[str], located: list[dict] | None = None
+    ) -> None:
         super().__init__(message)
         self.problems = problems
+        # The same problems as {"field", "message", "line", "column"} (line/column None when
+        # unknown), for clients that point at them (the HTTP API).
+        self.located = located or []
 
 
 class PersonaRefused(UserError):

@@ -75,6 +75,7 @@ class PersonaDocument:
     versions: list[PersonaInfo]  # newest first; the built-in (v0) last when there is one
     disk_error: str | None = None  # the built-in file on disk is broken; last good in use
     fell_back: bool = False  # the persona asked for is unknown: this is the default one
+    fields: dict[str, Any] = field(default_factory=dict)  # the validated persona, field by field
 
 
 @dataclass(frozen=True)

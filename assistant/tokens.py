@@ -14,7 +14,6 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Protocol
 
 from memory import ApiToken
 
@@ -22,13 +21,6 @@ PREFIX = "mnemo_"
 _RANDOM_BYTES = 32
 # The longest token worth hashing: anything longer is not ours (and is not hashed at length).
 MAX_TOKEN_CHARS = 100
-
-
-class TokenStore(Protocol):
-    async def add_token(self, owner: str, name: str, token_hash: str, hint: str) -> ApiToken: ...
-    async def list_tokens(self, owner: str) -> list[ApiToken]: ...
-    async def revoke_token(self, owner: str, token_id: str) -> ApiToken: ...
-    async def token_by_hash(self, token_hash: str) -> ApiToken | None: ...
 
 
 @dataclass(frozen=True)
@@ -39,8 +31,17 @@ class IssuedToken:
     secret: str
 
 
+def new_secret() -> str:
+    return PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
+
+
 def token_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def could_be_token(secret: str) -> bool:
+    """Cheap check before a lookup: ours start with the prefix and are not huge."""
+    return secret.startswith(PREFIX) and len(secret) <= MAX_TOKEN_CHARS
 
 
 def is_admin(secret: str | None, admin_token: str | None) -> bool:
@@ -48,27 +49,3 @@ def is_admin(secret: str | None, admin_token: str | None) -> bool:
     if not secret or not admin_token:
         return False
     return hmac.compare_digest(secret.encode("utf-8"), admin_token.encode("utf-8"))
-
-
-class ApiTokens:
-    """Issue, list, revoke and check API tokens over the store's token verbs."""
-
-    def __init__(self, store: TokenStore) -> None:
-        self.store = store
-
-    async def issue(self, owner: str, name: str) -> IssuedToken:
-        secret = PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
-        token = await self.store.add_token(owner, name, token_hash(secret), secret[-4:])
-        return IssuedToken(token, secret)
-
-    async def list(self, owner: str) -> list[ApiToken]:
-        return await self.store.list_tokens(owner)
-
-    async def revoke(self, owner: str, token_id: str) -> ApiToken:
-        return await self.store.revoke_token(owner, token_id)
-
-    async def check(self, secret: str) -> ApiToken | None:
-        """The active token `secret` is, or None (unknown, revoked, or not a token at all)."""
-        if not secret.startswith(PREFIX) or len(secret) > MAX_TOKEN_CHARS:
-            return None
-        return await self.store.token_by_hash(token_hash(secret))

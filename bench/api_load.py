@@ -35,10 +35,10 @@ from pathlib import Path
 
 import httpx
 
-from assistant.tokens import ApiTokens
+from assistant.runtime import Runtime
+from bench.api_server import EchoModel
 from bench.config import BenchConfig
 from bench.harness import Table, ms, percentile, write_result
-from memory import ConversationStore
 
 ROOT = Path(__file__).resolve().parent.parent
 PACE_S = 1.0
@@ -92,16 +92,17 @@ def process(*args: str):
 
 
 async def prepare(data_dir: Path, count: int, tag: str) -> list[Client]:
-    """Owners with a token each, issued straight into the app's database (as the UI does)."""
-    store = await ConversationStore.open(data_dir)
+    """Owners with a token each, issued through the facade (as the UI's token panel does)
+    into the app's database."""
+    rt = Runtime(data_dir, model=EchoModel())
     try:
-        tokens = ApiTokens(store)
+        facade = await rt.conversations()
         clients = [Client(f"b-{tag}-{i:03d}-{secrets.token_urlsafe(8)}") for i in range(count)]
         for c in clients:
-            c.token = (await tokens.issue(c.owner, "load test")).secret
+            c.token = (await facade.issue_token(c.owner, "load test")).secret
         return clients
     finally:
-        await store.close()
+        await rt.close()
 
 
 async def warm_up(url: str, data_dir: Path) -> None:

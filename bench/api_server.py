@@ -39,12 +39,13 @@ class EchoModel:
         return ReplyStream(produce)
 
 
-def probe_page(facade):
+def probe_page(rt):
     """A Gradio page with one public streaming endpoint, /chat(owner, conversation, text)."""
     import gradio as gr
 
     async def chat(owner: str, conversation_id: str, text: str):
         reply = ""
+        facade = await rt.conversations()
         async for event in facade.send(owner, conversation_id, text):
             delta = getattr(event, "text", None)
             if delta is not None:
@@ -65,12 +66,12 @@ def serve_app(data_dir: Path, model_choice: str, gemini_url: str | None) -> None
     import app
     from api.server import WebServer
     from assistant.gemini import GeminiModel
-    from ui.runtime import Runtime
+    from assistant.runtime import Runtime
 
     model = EchoModel() if model_choice == "instant" else GeminiModel("bench", base_url=gemini_url)
     rt = Runtime(data_dir, model=model)
     web = app.web_app(rt)
-    gr.mount_gradio_app(web, probe_page(web.state.api.state.conversations), path="/probe")
+    gr.mount_gradio_app(web, probe_page(rt), path="/probe")
     web.router.routes.insert(0, web.router.routes.pop())  # before the UI's catch-all "/"
     server = WebServer(web, "127.0.0.1", 0)
     print(f"READY {server.url}", flush=True)

@@ -189,6 +189,13 @@ class PersonaRegistry:
         version = PersonaVersion(persona, 0, text, "builtin", st.st_mtime)
         return _Builtin(st.st_mtime_ns, st.st_size, version, None)
 
+    def refresh_builtins(self) -> dict[str, str | None]:
+        """Re-read the built-in files now: each built-in id and why its file is not in use
+        (None when it is)."""
+        self._refresh_builtins()
+        with self._builtin_lock:
+            return {pid: self._builtins[pid].error for pid in sorted(self._builtins)}
+
     def last_error(self, persona_id: str) -> str | None:
         """Why the built-in file of `persona_id` on disk is not in use, or None if it is."""
         self._refresh_builtins()

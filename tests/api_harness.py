@@ -16,7 +16,7 @@ import httpx
 import app
 from api.server import WebServer
 from assistant.gemini import GeminiModel
-from ui.runtime import Runtime
+from assistant.runtime import Runtime
 
 
 class ApiServer:
@@ -37,20 +37,20 @@ class ApiServer:
             quota_per_hour=quota_per_hour,
         )
         self.web = app.web_app(self.rt)
-        self.facade = self.web.state.api.state.conversations
         self.server = WebServer(self.web).start()
+        self.facade = self.server.call(self.rt.conversations())
         self.url = self.server.url
         self.api = self.url + "/api/v1"
 
     def token(self, owner: str, name: str = "tests") -> str:
         """A new API token of `owner` (the secret, shown once)."""
-        return self.server.call(self.facade.tokens.issue(owner, name)).secret
+        return self.server.call(self.facade.issue_token(owner, name)).secret
 
     def revoke(self, owner: str, secret: str) -> None:
-        tokens = self.server.call(self.facade.tokens.list(owner))
+        tokens = self.server.call(self.facade.list_tokens(owner))
         hint = secret[-4:]
         (token,) = [t for t in tokens if t.hint == hint and t.active]
-        self.server.call(self.facade.tokens.revoke(owner, token.id))
+        self.server.call(self.facade.revoke_token(owner, token.id))
 
     def client(self, secret: str | None, **options: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}

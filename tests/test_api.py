@@ -14,6 +14,9 @@ import pytest
 from api_harness import ApiServer
 from fake_gemini import FakeGemini
 
+from assistant.chat import check_message
+from assistant.errors import InvalidMessage
+
 ROUTES = [
     ("GET", "/personas"),
     ("GET", "/personas/assistant"),
@@ -362,11 +365,11 @@ def test_bad_messages_are_refused_and_nothing_is_saved(ana, fake, body, slug):
     cid = ana.post("/conversations").json()["id"]
     calls = len(fake.requests)
     doc = problem(ana.post(f"/conversations/{cid}/messages", json=body), 422, slug)
-    if body.get("text") == "x" * 10_001:
-        assert doc["detail"] == (
-            "Your message is 10,001 characters; the limit is 10,000. "
-            "Shorten it or split it into several messages."
-        )
+    if slug == "invalid-message":  # the very sentence the UI shows
+        with pytest.raises(InvalidMessage) as shown:
+            check_message(body["text"])
+        assert doc["detail"] == shown.value.message
+        assert "10,000" in doc["detail"] or "empty" in doc["detail"]
     assert ana.get(f"/conversations/{cid}").json()["message_count"] == 0
     assert len(fake.requests) == calls  # the model was never called
 
