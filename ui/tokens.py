@@ -1,0 +1,134 @@
+"""The sidebar's "API tokens" panel: create a token for the HTTP API (shown once), see your
+tokens and when they were last used, revoke one.
+
+`build()` creates the components inside the sidebar and wires their events; the handlers are
+module-level functions over plain values (the runtime, the owner, text), so tests call them
+directly. Everything goes through the `Conversations` facade.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import partial
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from assistant.errors import UserError
+from assistant.runtime import Runtime
+
+from .views import relative_time
+
+INTRO = (
+    "For scripts and bots: the HTTP API at `/api/v1` ([docs](/api/v1/docs)). A token acts as "
+    "you — it sees your conversations and personas. It is shown once; Mnemo keeps only a hash."
+)
+NO_TOKENS = "_No tokens yet._"
+SHOWN_ONCE = "Your new token — copy it now, it is not shown again"
+
+
+class TokenPanel(NamedTuple):
+    accordion: Any
+    name: Any
+    create: Any
+    secret: Any
+    listing: Any
+    choice: Any
+    revoke: Any
+
+
+def tokens_markdown(tokens: list[Any], now: float | None = None) -> str:
+    """The owner's tokens as a small table, newest first; revoked ones say so."""
+    if not tokens:
+        return NO_TOKENS
+    rows = ["| name | ends in | created | last used |", "|---|---|---|---|"]
+    for t in tokens:
+        name = html.escape(t.name)
+        if not t.active:
+            name = f"~~{name}~~ (revoked)"
+        used = relative_time(t.last_used_at, now) if t.last_used_at else "never"
+        rows.append(f"| {name} | `…{t.hint}` | {relative_time(t.created_at, now)} | {used} |")
+    return "\n".join(rows)
+
+
+def revoke_choices(tokens: list[Any]) -> list[tuple[str, str]]:
+    return [(f"{t.name} (…{t.hint})", t.id) for t in tokens if t.active]
+
+
+async def _listing(rt: Runtime, owner: str) -> tuple[str, Any]:
+    tokens = await (await rt.conversations()).list_tokens(owner)
+    return tokens_markdown(tokens), gr.update(choices=revoke_choices(tokens), value=None)
+
+
+def _refused(exc: UserError, action: str) -> gr.Error:
+    return gr.Error(exc.message, title=exc.title or f"Could not {action}")
+
+
+async def show_tokens(rt: Runtime, owner: str) -> tuple[str, Any]:
+    """The list and the revoke picker, when the panel opens."""
+    try:
+        return await _listing(rt, owner)
+    except UserError as exc:
+        raise _refused(exc, "list your API tokens") from exc
+
+
+async def create_token(rt: Runtime, owner: str, name: str) -> tuple[Any, str, Any, Any]:
+    """Make a token and show its secret once. Returns (secret box, list, picker, name box)."""
+    try:
+        issued = await (await rt.conversations()).issue_token(owner, name or "")
+        listing, choices = await _listing(rt, owner)
+    except UserError as exc:
+        raise _refused(exc, "create the API token") from exc
+    secret = gr.update(value=issued.secret, visible=True, label=SHOWN_ONCE)
+    return secret, listing, choices, gr.update(value="")
+
+
+async def revoke_token(rt: Runtime, owner: str, token_id: str | None) -> tuple[Any, str, Any]:
+    """Revoke the picked token at once. Returns (secret box, list, picker)."""
+    if not token_id:
+        raise gr.Error("Pick the token to revoke first.", title="Nothing revoked")
+    try:
+        revoked = await (await rt.conversations()).revoke_token(owner, token_id)
+        listing, choices = await _listing(rt, owner)
+    except UserError as exc:
+        raise _refused(exc, "revoke the API token") from exc
+    gr.Info(f"Token “{revoked.name}” revoked: it stops working now.")
+    return hide_secret(), listing, choices
+
+
+def hide_secret() -> Any:
+    return gr.update(value="", visible=False)
+
+
+def build(rt: Runtime, owner: Any) -> TokenPanel:
+    """The panel (an accordion, closed), inside the current layout block; wires its events."""
+    quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+    with gr.Accordion("🔑 API tokens", open=False, elem_id="api-tokens") as accordion:
+        gr.Markdown(INTRO, elem_classes="muted")
+        name = gr.Textbox(
+            label="New token's name",
+            placeholder="e.g. my-bot",
+            max_lines=1,
+            elem_id="token-name",
+        )
+        create = gr.Button("Create token", size="sm", elem_id="token-create")
+        secret = gr.Textbox(
+            label=SHOWN_ONCE,
+            visible=False,
+            interactive=False,
+            buttons=["copy"],
+            elem_id="token-secret",
+        )
+        listing = gr.Markdown(NO_TOKENS, elem_id="token-list")
+        choice = gr.Dropdown(choices=[], label="Revoke a token", elem_id="token-choice")
+        revoke = gr.Button("Revoke", size="sm", variant="stop", elem_id="token-revoke")
+    panel = TokenPanel(accordion, name, create, secret, listing, choice, revoke)
+
+    accordion.expand(partial(show_tokens, rt), [owner], [listing, choice], **quiet)
+    # Shown once: closing the panel clears the new token from the page.
+    accordion.collapse(hide_secret, None, [secret], queue=False, **quiet)
+    made = [secret, listing, choice, name]
+    create.click(partial(create_token, rt), [owner, name], made, **quiet)
+    name.submit(partial(create_token, rt), [owner, name], made, **quiet)
+    revoke.click(partial(revoke_token, rt), [owner, choice], [secret, listing, choice], **quiet)
+    return panel
