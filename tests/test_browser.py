@@ -443,6 +443,31 @@ def test_broken_yaml_shows_line_and_column_and_keeps_the_persona(context, server
     assert "Mnemo" in system and "Ada" not in system
 
 
+def test_a_token_made_in_the_sidebar_works_against_the_api(context, server):
+    import httpx
+
+    page = open_app(context, server)
+    send(page, "Token test: the blue door", remembered=2)
+    page.locator("#api-tokens").get_by_text("API tokens").click()
+    page.locator("#token-name input").fill("browser test")
+    page.locator("#token-create").click()
+    secret_box = page.locator("#token-secret textarea")
+    expect(secret_box).to_have_value(re.compile(r"^mnemo_[A-Za-z0-9_-]{40,}$"))
+    secret = secret_box.input_value()
+    expect(page.locator("#token-list")).to_contain_text("browser test")
+
+    api = server.url + "/api/v1"
+    headers = {"Authorization": f"Bearer {secret}"}
+    listed = httpx.get(api + "/conversations", headers=headers, timeout=20).json()
+    assert [c["title"] for c in listed] == ["Token test: the blue door"]  # this browser's own
+
+    page.locator("#token-choice input").click()
+    page.get_by_role("option", name=re.compile("browser test")).click()
+    page.locator("#token-revoke").click()
+    expect(page.locator("#token-list")).to_contain_text("(revoked)")
+    assert httpx.get(api + "/conversations", headers=headers, timeout=20).status_code == 401
+
+
 def test_screenshot_of_the_main_screen(context, server, fake):
     """docs/screenshot.png: a real conversation, as a person sees it."""
     page = open_app(context, server)

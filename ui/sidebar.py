@@ -17,7 +17,7 @@ import gradio as gr
 from assistant.conversations import SEARCH_CHARS
 from assistant.local import LocalModel
 from assistant.runtime import Runtime
-from ui import views
+from ui import tokens, views
 from ui.errors import user_errors
 from ui.page import (
     QUIET,
@@ -185,6 +185,7 @@ class Sidebar:
     confirm_text: gr.Markdown
     confirm_yes: gr.Button
     confirm_no: gr.Button
+    tokens: tokens.TokenPanel
 
 
 def render(rt: Runtime) -> Sidebar:
@@ -240,6 +241,7 @@ def render(rt: Runtime) -> Sidebar:
                         "Delete for good", size="sm", variant="stop", elem_id="delete-yes"
                     )
                     confirm_no = gr.Button("Cancel", size="sm", elem_id="delete-no")
+        token_panel = tokens.render()
         gr.Markdown(
             views.model_note(rt.model_name, offline=isinstance(rt.model, LocalModel)),
             elem_id="model-name",
@@ -260,6 +262,7 @@ def render(rt: Runtime) -> Sidebar:
         confirm_text=confirm_text,
         confirm_yes=confirm_yes,
         confirm_no=confirm_no,
+        tokens=token_panel,
     )
 
 
@@ -267,6 +270,7 @@ def wire(rt: Runtime, page: Page, side: Sidebar) -> None:
     """Connect the sidebar's events (inside the app's Blocks, after every panel is built)."""
     owner, conversation_id = page.owner, page.conversation_id
     chat_view = outputs(ChatView, page)
+    tokens.wire(rt, page, side.tokens)
     side.new_chat.click(partial(new_chat, rt), [owner, page.persona], chat_view, **QUIET)
     side.conversations.input(
         partial(switch_conversation, rt), [owner, side.conversations], chat_view, **QUIET

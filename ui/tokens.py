@@ -1,7 +1,7 @@
 """The sidebar's "API tokens" panel: create a token for the HTTP API (shown once), see your
 tokens and when they were last used, revoke one.
 
-`build()` creates the components inside the sidebar and wires their events; the handlers are
+`render()` builds the components (inside the sidebar), `wire()` connects them; the handlers are
 module-level functions over plain values (the runtime, the owner, text), so tests call them
 directly. Everything goes through the `Conversations` facade.
 """
@@ -17,6 +17,7 @@ import gradio as gr
 from assistant.errors import UserError
 from assistant.runtime import Runtime
 
+from .page import QUIET, Page
 from .views import relative_time
 
 INTRO = (
@@ -100,9 +101,8 @@ def hide_secret() -> Any:
     return gr.update(value="", visible=False)
 
 
-def build(rt: Runtime, owner: Any) -> TokenPanel:
-    """The panel (an accordion, closed), inside the current layout block; wires its events."""
-    quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+def render() -> TokenPanel:
+    """Build the panel, a closed accordion (inside the sidebar)."""
     with gr.Accordion("🔑 API tokens", open=False, elem_id="api-tokens") as accordion:
         gr.Markdown(INTRO, elem_classes="muted")
         name = gr.Textbox(
@@ -122,13 +122,23 @@ def build(rt: Runtime, owner: Any) -> TokenPanel:
         listing = gr.Markdown(NO_TOKENS, elem_id="token-list")
         choice = gr.Dropdown(choices=[], label="Revoke a token", elem_id="token-choice")
         revoke = gr.Button("Revoke", size="sm", variant="stop", elem_id="token-revoke")
-    panel = TokenPanel(accordion, name, create, secret, listing, choice, revoke)
+    return TokenPanel(accordion, name, create, secret, listing, choice, revoke)
 
-    accordion.expand(partial(show_tokens, rt), [owner], [listing, choice], **quiet)
+
+def wire(rt: Runtime, page: Page, panel: TokenPanel) -> None:
+    """Connect the panel's events (after every panel is built)."""
+    owner = page.owner
+    panel.accordion.expand(
+        partial(show_tokens, rt), [owner], [panel.listing, panel.choice], **QUIET
+    )
     # Shown once: closing the panel clears the new token from the page.
-    accordion.collapse(hide_secret, None, [secret], queue=False, **quiet)
-    made = [secret, listing, choice, name]
-    create.click(partial(create_token, rt), [owner, name], made, **quiet)
-    name.submit(partial(create_token, rt), [owner, name], made, **quiet)
-    revoke.click(partial(revoke_token, rt), [owner, choice], [secret, listing, choice], **quiet)
-    return panel
+    panel.accordion.collapse(hide_secret, None, [panel.secret], queue=False, **QUIET)
+    made = [panel.secret, panel.listing, panel.choice, panel.name]
+    panel.create.click(partial(create_token, rt), [owner, panel.name], made, **QUIET)
+    panel.name.submit(partial(create_token, rt), [owner, panel.name], made, **QUIET)
+    panel.revoke.click(
+        partial(revoke_token, rt),
+        [owner, panel.choice],
+        [panel.secret, panel.listing, panel.choice],
+        **QUIET,
+    )
