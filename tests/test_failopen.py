@@ -94,6 +94,11 @@ FAILS_CLOSED = {
     "reset": ("ana", "c"),
     "undo": ("ana", "c"),
     "drop_last_reply": ("ana", "c"),
+    # API tokens: a token that cannot be checked must let nobody in.
+    "add_token": ("ana", "my bot", "0" * 64, "abcd"),
+    "list_tokens": ("ana",),
+    "revoke_token": ("ana", "tok_x"),
+    "token_by_hash": ("0" * 64,),
 }
 
 
