@@ -42,7 +42,6 @@ from personas import (
     PersonaVersion,
     build_system_prompt,
     load_persona_text,
-    read_persona_mapping,
 )
 from personas import form as persona_form
 from personas.loader import dump_persona_mapping
@@ -511,7 +510,7 @@ class Conversations:
         with user_errors("save the persona"):
             if fields is not None:
                 yaml_text = dump_persona_mapping({"id": persona_id, **fields})
-            named = read_persona_mapping(yaml_text or "").get("id", persona_id)
+            named = load_persona_text(yaml_text or "").id  # InvalidPersona, located
             if named != persona_id:
                 raise InvalidPersonaYaml(
                     f"The persona's id is {named!r} but the URL names {persona_id!r}: make "
