@@ -41,10 +41,22 @@ class Fold:
 
 
 def fold_size(conv: Conversation, policy: MemoryPolicy) -> int:
-    """How many of the oldest active turns to fold now; 0 below `summarize_at`."""
+    """How many of the oldest active turns to fold now, at least; 0 below `summarize_at`."""
     if conv.active_count < policy.summarize_at:
         return 0
     return min(conv.active_count - policy.keep_recent, policy.fold_max)
+
+
+def fold_boundary(turns: list[Turn], size: int) -> list[Turn]:
+    """The oldest `size` of `turns` (oldest first), and any assistant turns right after them.
+
+    The recent window never opens on an assistant turn; one left just after the fold would be
+    in neither the summary nor the window. Folding it too leaves nothing between the two.
+    """
+    cut = min(size, len(turns))
+    while cut < len(turns) and turns[cut].role != "user":
+        cut += 1
+    return turns[:cut]
 
 
 async def summarize(
@@ -99,12 +111,16 @@ async def read_fold(
         size = fold_size(sql.conversation_from_row(rows[0]), policy)
         if size <= 0:
             return None
-        turn_rows = await conn.execute_fetchall(sql.OLDEST_ACTIVE, (conv_id, size))
+        # keep_recent more: enough to see where the next user turn starts.
+        turn_rows = await conn.execute_fetchall(
+            sql.OLDEST_ACTIVE, (conv_id, size + policy.keep_recent)
+        )
         prev_rows = await conn.execute_fetchall(sql.LATEST_SUMMARY, (conv_id,))
-    if not turn_rows:
+    turns = fold_boundary([sql.turn_from_row(r) for r in turn_rows], size)
+    if not turns:
         return None
     previous = sql.turn_from_row(prev_rows[0]) if prev_rows else None
-    return Fold([sql.turn_from_row(r) for r in turn_rows], previous)
+    return Fold(turns, previous)
 
 
 async def commit_summary(
