@@ -44,6 +44,7 @@ from memory import (
 from memory import (
     check_message as memory_check_message,
 )
+from memory.context import render_messages
 from personas import PersonaError, PersonaRegistry, build_system_prompt
 
 from .errors import (
@@ -207,7 +208,7 @@ class ChatService:
             degraded = degraded or context.degraded or not saved.saved
             # The new message goes in whole: the context clips stored turns for the prompt, and
             # this one is not in it yet (it was read before the append).
-            messages: list[Message] = [*context.messages(), {"role": "user", "content": text}]
+            messages: list[Message] = [*render_messages(context), {"role": "user", "content": text}]
             # aclosing: when the app closes this generator (Stop), close the inner one right
             # away so it saves the partial reply now, not whenever the garbage collector runs.
             turn = _Turn(owner, conv_id, admission)
@@ -234,7 +235,7 @@ class ChatService:
             if question is None or question.role != "user":
                 raise NothingToRetry("There is no message to answer again yet: send one first.")
             context = await self.store.context(owner, conv_id, query=question.content)
-            messages = context.messages()
+            messages = render_messages(context)
             if context.turns and context.turns[-1].id == question.id:
                 messages[-1] = {"role": "user", "content": question.content}  # unclipped
             else:
@@ -377,7 +378,7 @@ class ChatService:
         return Preview(
             system_prompt=persona.prompt,
             summary=context.summary.content if context.summary else None,
-            turns=context.messages(),
+            turns=render_messages(context),
             chars=context.chars,
             budget=context.budget,
             system_instruction=compose_system(persona.prompt, context),

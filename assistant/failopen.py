@@ -26,6 +26,7 @@ from memory import (
     ContextWindow,
     Conversation,
     ConversationStore,
+    Embedder,
     MemoryPolicy,
     MemoryStatus,
     StorageUnavailable,
@@ -96,6 +97,7 @@ def _unsaved_turn(
     content: str,
     *,
     incomplete: bool = False,
+    created_at: float | None = None,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
     return Turn(
@@ -103,7 +105,7 @@ def _unsaved_turn(
         conversation_id=conv_id,
         role=role,  # type: ignore[arg-type]
         content=content,
-        created_at=time.time(),
+        created_at=time.time() if created_at is None else created_at,
         incomplete=incomplete,
     )
 
@@ -190,10 +192,11 @@ class FailOpenStore:
         policy: MemoryPolicy | None = None,
         summarizer: Summarizer | None = None,
         clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
     ) -> FailOpenStore:
         """Like ConversationStore.open, but never raises: a database that cannot be opened
         leaves the store degraded, and it tries again later."""
-        opener = partial(ConversationStore.open, path, policy, summarizer, clock)
+        opener = partial(ConversationStore.open, path, policy, summarizer, clock, embedder)
         wrapper = cls(opener, policy=policy)
         with contextlib.suppress(StorageUnavailable):
             await wrapper._get()

@@ -16,6 +16,7 @@ from personas import PersonaRegistry
 from . import config
 from .chat import ChatService
 from .conversations import Conversations
+from .embedding import Embedder, select_embedder
 from .failopen import FailOpenStore
 from .models import ChatModel
 from .summarizer import summarizer_for
@@ -31,12 +32,16 @@ class Runtime:
         *,
         model: ChatModel | None = None,
         quota_per_hour: int | str | None = None,
+        embedder: Embedder | str | None = "default",
     ) -> None:
         self.data_dir: Path = config.data_dir(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = PersonaRegistry(data_dir=self.data_dir)
         self.model = model if model is not None else config.select_model()
         self.quota_per_hour = config.quota_per_hour(quota_per_hour)
+        # Recall by meaning as well as words: wordllama unless MNEMO_EMBEDDER says otherwise;
+        # None means words only.
+        self.embedder = select_embedder() if embedder == "default" else embedder
         self._store: FailOpenStore | None = None
         self._service: ChatService | None = None
         self._conversations: Conversations | None = None
@@ -61,7 +66,9 @@ class Runtime:
                     # Fail open from the start: an unreadable database leaves the app
                     # answering without memory (the badge says so) and is retried later.
                     self._store = await FailOpenStore.open(
-                        self.data_dir, summarizer=summarizer_for(self.model)
+                        self.data_dir,
+                        summarizer=summarizer_for(self.model),
+                        embedder=self.embedder,
                     )
                     service = ChatService(
                         self._store,

@@ -7,7 +7,7 @@ Pure parts other layers use: the input checks (`check_message`, `make_title`, ..
 """
 
 from .backend import MemoryBackend, open_store
-from .context import MEMORY_NOTE_HEADER, assemble_context, render_memory
+from .context import MEMORY_NOTE_HEADER, assemble_context, render_memory, render_messages
 from .errors import (
     ConversationNotFound,
     EmptyMessage,
@@ -47,6 +47,7 @@ from .validation import (
     make_title,
     validate_message,
 )
+from .vectors import Embedder
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -57,6 +58,7 @@ __all__ = [
     "Conversation",
     "ConversationNotFound",
     "ConversationStore",
+    "Embedder",
     "EmptyMessage",
     "ExtractiveSummarizer",
     "InvalidInput",
@@ -88,5 +90,6 @@ __all__ = [
     "make_title",
     "open_store",
     "render_memory",
+    "render_messages",
     "validate_message",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote
@@ -68,8 +69,24 @@ class MemoryBackend(Protocol):
     async def delete_conversation(self, owner: str, conv_id: str) -> None: ...
 
     async def append(
-        self, owner: str, conv_id: str, role: str, content: str, *, incomplete: bool = False
+        self,
+        owner: str,
+        conv_id: str,
+        role: str,
+        content: str,
+        *,
+        incomplete: bool = False,
+        created_at: float | None = None,
     ) -> Turn: ...
+
+    async def import_conversation(
+        self,
+        owner: str,
+        messages: Iterable[tuple[str, str, float]],
+        title: str | None = None,
+        persona_id: str = "assistant",
+        persona_version: int | None = None,
+    ) -> Conversation: ...
 
     async def transcript(
         self,

@@ -1,31 +1,40 @@
 """Context assembly: what the model sees of a conversation, and the one text it receives.
 
-`assemble_context()` is a pure function over the rows of one context query (memory/sql.py:
-CONTEXT, CONTEXT_WITH_RECALL) and a `MemoryPolicy`: no database, no clock, so it is tested on
-hand-made rows and a second backend only has to return the same rows. `render_memory()` turns
-the result into the memory note appended to the system prompt; the chat turn, the inspector
-and the benchmarks all use it, so they show exactly what is sent.
+`assemble_context()` is a pure function over the rows of the context statements (memory/sql.py:
+`context_sql`, `RECALL_TURNS`) and a `MemoryPolicy`: no database, no clock, so it is tested on
+hand-made rows and a second backend only has to return the same rows. Recall ranks and packs
+its candidates with memory/packing.py. `render_memory()` turns the result into the memory note
+appended to the system prompt, and `render_messages()` the recent turns into chat messages;
+the chat turn, the inspector and the benchmarks all use them, so they show exactly what is
+sent. Both carry dates: one date line per run of consecutive turns, and relative dates in
+older turns annotated with the date they meant (memory/timeref.py), at render time only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, tzinfo
+from zoneinfo import ZoneInfo
 
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
+from .packing import Conversation, fuse, is_list_question, normalise_bm25, pack
 from .policy import MemoryPolicy
-from .recall import matched_terms
 from .records import ContextWindow, RecalledTurn, Turn
 from .sql import (
     KIND_CONVERSATION,
     KIND_HIT,
-    KIND_NEIGHBOUR,
+    KIND_NEXT,
+    KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
+    KIND_VECTOR,
     TURN_WIDTH,
     turn_from_row,
 )
+from .timeref import annotate, format_date, local_date
+from .vectors import cosines, unpack
 
 MEMORY_NOTE_HEADER = (
     "## Memory note\n"
@@ -33,23 +42,60 @@ MEMORY_NOTE_HEADER = (
     "It is background written by the memory system, not a new message from the user; use it "
     "when it is relevant."
 )
+RECALLED_HEADER = (
+    "Recalled older messages that match the new message, oldest first, under the date they "
+    "were written (a date in [= ...] is what a relative date in the message meant):"
+)
 _TURN = slice(1, 1 + TURN_WIDTH)  # the turn columns of a context row
-_TURN_AND_RANK = slice(1, 2 + TURN_WIDTH)
+
+
+def _tz(context: ContextWindow) -> tzinfo:
+    return UTC if context.timezone in ("UTC", "") else ZoneInfo(context.timezone)
 
 
 def render_memory(context: ContextWindow) -> str | None:
     """The summary and recalled turns as one clearly labelled note, or None when empty."""
+    tz = _tz(context)
     parts: list[str] = []
     if context.summary is not None:
         parts.append("Summary of the earlier conversation:\n" + context.summary.content.strip())
     if context.recalled:
-        lines = [f"{r.turn.role.capitalize()}: {r.turn.content}" for r in context.recalled]
-        parts.append(
-            "Recalled older messages that match the new message, oldest first:\n" + "\n".join(lines)
-        )
+        lines: list[str] = []
+        day = None
+        for r in context.recalled:
+            turn_day = local_date(r.turn.created_at, tz)
+            if not r.continues or turn_day != day:
+                lines.append(f"[{format_date(turn_day)}]")
+                day = turn_day
+            text = annotate(r.turn.content, r.turn.created_at, tz)
+            lines.append(f"{r.turn.role.capitalize()}: {text}")
+        parts.append(RECALLED_HEADER + "\n" + "\n".join(lines))
     if not parts:
         return None
-    return MEMORY_NOTE_HEADER + "\n\n" + "\n\n".join(parts)
+    today = f"Today is {format_date(local_date(context.now, tz))}.\n\n" if context.now else ""
+    return MEMORY_NOTE_HEADER + "\n\n" + today + "\n\n".join(parts)
+
+
+def render_messages(context: ContextWindow) -> list[dict[str, str]]:
+    """The recent turns as chat messages, oldest first. Where the day changes (starting from
+    today: a window of today's turns carries no date line) the next user message opens with
+    that day's date line; turns from before today get their relative dates annotated.
+    Without a time to render against (now unset) the turns are sent as they are."""
+    if not context.now:
+        return [{"role": t.role, "content": t.content} for t in context.turns]
+    tz = _tz(context)
+    today = local_date(context.now, tz)
+    out: list[dict[str, str]] = []
+    dated, pending = today, False
+    for t in context.turns:
+        day = local_date(t.created_at, tz)
+        text = t.content if day == today else annotate(t.content, t.created_at, tz)
+        pending = pending or day != dated
+        if t.role == "user" and pending:
+            text = f"[{format_date(day)}]\n{text}"
+            dated, pending = day, False
+        out.append({"role": t.role, "content": text})
+    return out
 
 
 def clip_for_prompt(text: str, limit: int) -> str:
@@ -62,14 +108,71 @@ def clip_for_prompt(text: str, limit: int) -> str:
     return text[:head] + marker + text[len(text) - tail :]
 
 
-def assemble_context(
-    rows: Iterable[Sequence], policy: MemoryPolicy, terms: Sequence[str] = ()
-) -> ContextWindow:
-    """The ContextWindow for the rows of one context query.
+@dataclass(frozen=True)
+class RecallRows:
+    """The recall part of the context rows: hits, their neighbours, the vectors."""
 
-    Each row is (kind, 11 turn columns, rank, neighbour_of); the KIND_CONVERSATION row holds
-    (kind, message_count, active_count). `terms` are the recall query terms ([] without
-    recall). Raises ConversationNotFound when there is no conversation row.
+    turns: dict[int, Turn] = field(default_factory=dict)
+    ranks: dict[int, float] = field(default_factory=dict)  # keyword hits: FTS5 rank
+    next_of: dict[int, int] = field(default_factory=dict)
+    prev_of: dict[int, int] = field(default_factory=dict)
+    vectors: dict[int, bytes] = field(default_factory=dict)
+
+
+def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
+    out = RecallRows()
+    for r in rows:
+        kind = r[0]
+        if kind == KIND_VECTOR:
+            out.vectors[r[1]] = r[4]
+        elif kind in (KIND_HIT, KIND_NEXT, KIND_PREV):
+            turn = turn_from_row(tuple(r[_TURN]))
+            out.turns.setdefault(turn.id, turn)
+            if kind == KIND_HIT and r[-2] is not None:
+                out.ranks[turn.id] = r[-2]
+            elif kind == KIND_NEXT:
+                out.next_of[r[-1]], out.prev_of[turn.id] = turn.id, r[-1]
+            elif kind == KIND_PREV:
+                out.prev_of[r[-1]], out.next_of[turn.id] = turn.id, r[-1]
+    return out
+
+
+def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> dict[int, float]:
+    """Cosine of the query with every vector row (the conversation's older turns)."""
+    if query_vector is None:
+        return {}
+    vectors = [(r[1], r[4]) for r in rows if r[0] == KIND_VECTOR]
+    scores = cosines(query_vector, [v for _, v in vectors]).tolist()
+    return {tid: score for (tid, _), score in zip(vectors, scores, strict=True)}
+
+
+def missing_candidates(
+    rows: Iterable[Sequence], semantic: Mapping[int, float], policy: MemoryPolicy
+) -> list[int]:
+    """The turns the meaning side ranks in its top `recall_k` that the rows do not hold yet:
+    the store fetches them (memory/sql.py RECALL_TURNS) before assembling."""
+    have = recall_rows(rows).turns
+    floor = policy.recall_weights.min_semantic
+    best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
+    return [i for i in best[: policy.recall_k] if i not in have]
+
+
+def assemble_context(
+    rows: Iterable[Sequence],
+    policy: MemoryPolicy,
+    terms: Sequence[str] = (),
+    *,
+    semantic: Mapping[int, float] | None = None,
+    query: str = "",
+    now: float | None = None,
+) -> ContextWindow:
+    """The ContextWindow for the rows of the context statements.
+
+    The KIND_CONVERSATION row holds (kind, message_count, active_count). `terms` are the
+    recall query's keyword terms, `semantic` the cosines of the query with older turns
+    (semantic_scores), `query` the new message (list questions get diverse snippets), `now`
+    the time the dates are rendered against. Raises ConversationNotFound when there is no
+    conversation row.
     """
     rows = list(rows)
     conv_rows = [r for r in rows if r[0] == KIND_CONVERSATION]
@@ -79,19 +182,17 @@ def assemble_context(
     summary_rows = [r[_TURN] for r in rows if r[0] == KIND_SUMMARY]
     recent_rows = sorted((tuple(r[_TURN]) for r in rows if r[0] == KIND_RECENT), reverse=True)
     recalled: list[RecalledTurn] = []
-    if terms and message_count > len(recent_rows):
-        # Stable sort: equal ranks keep FTS5's order, as ORDER BY rank returned them.
-        hits = sorted((r[_TURN_AND_RANK] for r in rows if r[0] == KIND_HIT), key=lambda r: r[-1])
-        neighbours = {r[-1]: r[_TURN] for r in rows if r[0] == KIND_NEIGHBOUR}
-        exclude = {r[0] for r in recent_rows}
-        recalled = recall_turns(list(terms), hits, neighbours, exclude, policy)
+    if (terms or semantic) and policy.recall_k and message_count > len(recent_rows):
+        recalled = recall_turns(
+            recall_rows(rows), terms, semantic or {}, {r[0] for r in recent_rows}, policy, query
+        )
     summary = turn_from_row(summary_rows[0]) if summary_rows else None
     if summary is not None and len(summary.content) > policy.summary_chars:
         # Written under an older, larger cap.
         summary = replace(summary, content=clip_for_prompt(summary.content, policy.summary_chars))
     used = len(summary.content) if summary else 0
     used += sum(len(r.turn.content) for r in recalled)
-    picked, clipped, evicted, remaining = _pick_recent(
+    picked, clipped, evicted, remaining, trimmed = _pick_recent(
         recent_rows, policy.history_chars - used, policy
     )
     return ContextWindow(
@@ -102,15 +203,20 @@ def assemble_context(
         clipped_ids=clipped,
         evicted_ids=sorted(evicted),
         recalled=recalled,
-        not_shown=max(0, active_count - len(recent_rows)),
+        # Turns left out only so the window opens on a user turn wait for the next fold like
+        # the older ones; turns over the budget are in evicted_ids.
+        not_shown=max(0, active_count - len(recent_rows)) + trimmed,
+        now=now,
+        timezone=policy.timezone,
     )
 
 
 def _pick_recent(
     recent_rows: list[tuple], remaining: int, policy: MemoryPolicy
-) -> tuple[list[Turn], list[int], list[int], int]:
+) -> tuple[list[Turn], list[int], list[int], int, int]:
     """Newest first under `remaining` characters: (picked oldest first, clipped ids, evicted
-    ids, characters left)."""
+    ids, characters left, how many of the evicted fitted but an assistant turn cannot open
+    the window)."""
     picked: list[Turn] = []
     clipped: list[int] = []
     evicted: list[int] = []
@@ -126,62 +232,46 @@ def _pick_recent(
         picked.append(turn)
         remaining -= len(text)
     # The model's history must open on a user message.
+    over_budget = bool(evicted)
+    trimmed = 0
     while picked and picked[-1].role == "assistant":
+        trimmed += not over_budget
         gone = picked.pop()
         evicted.insert(0, gone.id)
         remaining += len(gone.content)
         with suppress(ValueError):
             clipped.remove(gone.id)
     picked.reverse()
-    return picked, clipped, evicted, remaining
+    return picked, clipped, evicted, remaining, trimmed
 
 
 def recall_turns(
-    terms: list[str],
-    rows: list[Sequence],
-    neighbours: dict[int, Sequence],
+    found: RecallRows,
+    terms: Sequence[str],
+    semantic: Mapping[int, float],
     exclude: set[int],
     policy: MemoryPolicy,
+    query: str = "",
 ) -> list[RecalledTurn]:
-    """The best-matching turns outside the recent window, each with its neighbour.
-
-    `rows` are the FTS hits (turn columns + rank) in rank order; `neighbours` maps a hit's
-    id to its neighbour row: the reply to a user turn, or the question before an
-    assistant turn (the nearest non-summary turn either way; none if of the same role).
-    """
-    per_turn = min(policy.message_chars, max(200, policy.recall_chars // 4))
-    budget = policy.recall_chars
-    chosen: dict[int, RecalledTurn] = {}
-    hits = 0
-    for row in rows:
-        if hits >= policy.recall_k:
-            break
-        turn = turn_from_row(row)
-        if turn.id in exclude:
-            continue
-        matched = matched_terms(terms, turn.content)
-        if turn.id in chosen:  # already here as a neighbour: it is a match in its own right
-            chosen[turn.id] = replace(
-                chosen[turn.id], matched=matched, neighbour_of=None, score=row[-1]
-            )
-            hits += 1
-            continue
-        hit = replace(turn, content=clip_for_prompt(turn.content, per_turn))
-        near = neighbours.get(turn.id)
-        neighbour = turn_from_row(near) if near is not None and near[2] != turn.role else None
-        if neighbour is not None and (neighbour.id in exclude or neighbour.id in chosen):
-            neighbour = None
-        if neighbour is not None:
-            neighbour = replace(neighbour, content=clip_for_prompt(neighbour.content, per_turn))
-        cost = len(hit.content)
-        if neighbour is not None and cost + len(neighbour.content) > budget:
-            neighbour = None
-        if cost > budget:
-            continue
-        chosen[hit.id] = RecalledTurn(turn=hit, matched=matched, score=row[-1])
-        budget -= cost
-        if neighbour is not None:
-            chosen[neighbour.id] = RecalledTurn(turn=neighbour, matched=(), neighbour_of=hit.id)
-            budget -= len(neighbour.content)
-        hits += 1
-    return [chosen[i] for i in sorted(chosen)]
+    """The best older turns as snippets under `recall_chars`: keyword and meaning scores
+    fused, each hit with the turns that make it understandable (memory/packing.py)."""
+    keyword = normalise_bm25(found.ranks)
+    meaning = {i: c for i, c in semantic.items() if i in found.turns}
+    scores = fuse(keyword, meaning, found.prev_of, policy.recall_weights)
+    diverse = is_list_question(query)
+    vectors = (
+        {i: unpack(b) for i, b in found.vectors.items() if i in found.turns} if diverse else {}
+    )
+    conv = Conversation(found.turns, found.next_of, found.prev_of, frozenset(exclude))
+    return pack(
+        conv,
+        scores,
+        list(terms),
+        policy.recall_chars,
+        min(policy.message_chars, max(200, policy.recall_chars // 8)),
+        keyword=keyword,
+        vectors=vectors,
+        diverse=diverse,
+        weights=policy.recall_weights,
+        max_hits=policy.recall_k,
+    )

@@ -243,6 +243,30 @@ async def m007_api_tokens(db: aiosqlite.Connection) -> None:
     )
 
 
+@migration
+async def m008_turn_vectors(db: aiosqlite.Connection) -> None:
+    # One small embedding per message (memory/vectors.py: int8, 256 bytes for 256 dims),
+    # written with the turn when an Embedder is configured. Keyed by conversation first and
+    # WITHOUT ROWID, so one conversation's vectors are one contiguous range to read. `model`
+    # names the embedder: vectors of different models are never compared. Deleting a turn
+    # (undo, reset, delete, purge, cascades) deletes its vector through the trigger.
+    await _run(
+        db,
+        """
+        CREATE TABLE turn_vectors (
+            conversation_id TEXT NOT NULL,
+            turn_id INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (conversation_id, turn_id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE TRIGGER turn_vectors_delete AFTER DELETE ON turns BEGIN "
+        "DELETE FROM turn_vectors WHERE conversation_id = old.conversation_id "
+        "AND turn_id = old.id; END",
+    )
+
+
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:
     rows = await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_mnemo_migrations'"

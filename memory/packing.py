@@ -161,14 +161,15 @@ def pack(
     vectors: Mapping[int, np.ndarray] | None = None,
     diverse: bool = False,
     weights: RecallWeights = RecallWeights(),
+    max_hits: int | None = None,
 ) -> list[RecalledTurn]:
     """The recalled turns, oldest first: best snippets first until `budget` characters
     (rendered cost, see TURN_OVERHEAD) are spent; each turn clipped to `per_turn`.
 
     `scores` from fuse(); `keyword` the normalised keyword scores (to tell a direct hit
     from one through the turn before); `vectors` unit vectors by turn id, for diversity
-    (`diverse`: MMR, for list questions) — without them, diversity keeps snippets apart by
-    position in the conversation.
+    (`diverse`: MMR, for list questions). `max_hits` bounds the snippets (the budget
+    usually ends them first).
     """
     keyword = keyword or {}
     vectors = vectors or {}
@@ -181,15 +182,19 @@ def pack(
     picked_vectors: list[np.ndarray | None] = []
     remaining = budget
     top = max(pool.values(), default=0.0)
-    while pool and remaining > TURN_OVERHEAD:
+    hits = 0
+    while pool and remaining > TURN_OVERHEAD and (max_hits is None or hits < max_hits):
         tid = _next_pick(pool, picked_vectors, vectors, diverse, weights, top)
         score = pool.pop(tid)
         prior = weights.prior * keyword.get(conv.prev_of.get(tid, -1), 0.0)
         own = weights.keyword * keyword.get(tid, 0.0)
         window = [i for i in _window(tid, conv, own, prior) if i not in chosen]
-        if tid not in window:  # already here as another snippet's context: a hit itself now
+        if tid not in window:  # already here as another snippet's context
+            if score - prior <= 0:
+                continue  # only the turn before it matched: it stays that turn's context
             matched = matched_terms(list(terms), conv.turns[tid].content)
             chosen[tid] = replace(chosen[tid], neighbour_of=None, score=score, matched=matched)
+            hits += 1
             continue
         added = _fit(window, tid, conv, terms, per_turn, remaining, chosen)
         if not added:
@@ -200,6 +205,7 @@ def pack(
         if not _joins_a_run(window, conv, chosen):
             remaining -= RUN_OVERHEAD
         picked_vectors.append(vectors.get(tid))
+        hits += 1
     ordered = [chosen[i] for i in sorted(chosen)]
     return [
         replace(r, continues=i > 0 and conv.next_of.get(ordered[i - 1].turn.id) == r.turn.id)

@@ -7,9 +7,11 @@ passes it, resolved once by `assistant.config.data_dir()`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .packing import RecallWeights
 from .validation import MAX_MESSAGE_CHARS
 
 DB_FILENAME = "mnemo.db"
@@ -21,17 +23,21 @@ class MemoryPolicy:
     """What the model sees of a conversation, and when older messages are summarized.
 
     Defaults: the latest summary plus at most the 20 newest messages, each clipped to 2,000
-    characters for the prompt, everything (summary, recalled turns, recent turns) under 12,000.
-    At 101 active messages all but the newest 20 fold into one summary of at most 4,000.
+    characters for the prompt, everything (summary, recalled turns, recent turns) under 16,000.
+    Recall fills up to `recall_chars` with the best older snippets (by budget; `recall_k`
+    only bounds how many). At 101 active messages all but the newest 20 fold into one summary
+    of at most `summary_chars`. Dates are shown in `timezone` (IANA name).
     """
 
     keep_recent: int = 20
     message_chars: int = 2_000
-    history_chars: int = 12_000
+    history_chars: int = 16_000
     summarize_at: int = 101
-    summary_chars: int = 4_000
-    recall_k: int = 6
-    recall_chars: int = 4_000
+    summary_chars: int = 2_000
+    recall_k: int = 40
+    recall_chars: int = 8_000
+    recall_weights: RecallWeights = field(default_factory=RecallWeights)
+    timezone: str = "UTC"
     # One summarization folds at most this many turns; a backlog is worked off over passes.
     fold_max: int = 1_000
 
@@ -56,6 +62,13 @@ class MemoryPolicy:
                 f"history_chars ({self.history_chars:,}) must be at least summary_chars + "
                 f"recall_chars + message_chars ({floor:,})"
             )
+        if self.timezone != "UTC":
+            try:
+                ZoneInfo(self.timezone)
+            except (ZoneInfoNotFoundError, ValueError):
+                problems.append(
+                    f"timezone {self.timezone!r} is not an IANA zone (e.g. Asia/Taipei)"
+                )
         if problems:
             raise ValueError("Invalid MemoryPolicy: " + "; ".join(problems))
 

@@ -70,9 +70,12 @@ class ContextWindow:
     recalled: list[RecalledTurn] = field(default_factory=list)  # oldest first
     degraded: bool = False  # storage failed: this is empty, answer without history
     not_shown: int = 0  # active turns older than the recent window, waiting to be summarized
+    now: float | None = None  # when it was assembled: dates are rendered against it
+    timezone: str = "UTC"  # the IANA zone dates are shown in
 
     def messages(self) -> list[dict[str, str]]:
-        """The recent turns as chat messages, oldest first."""
+        """The recent turns as they are stored, oldest first (memory.render_messages gives
+        what the model receives: with date lines)."""
         return [{"role": t.role, "content": t.content} for t in self.turns]
 
 

@@ -62,6 +62,11 @@ INSERT_TURN = (
     "INSERT INTO turns (conversation_id, role, content, created_at, incomplete) "
     "VALUES (?, ?, ?, ?, ?)"
 )
+TURN_IDS = "SELECT id FROM turns WHERE conversation_id = ? ORDER BY id"
+# An import: the conversation's counters set once for all its turns.
+IMPORTED_COUNTERS = (
+    "UPDATE conversations SET message_count = ?, active_count = ?, chars = ? WHERE id = ?"
+)
 TRANSCRIPT_PAGE = (
     f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? AND id < ? "
     "ORDER BY id DESC LIMIT ?"
@@ -93,9 +98,19 @@ def delete_turns(count: int) -> str:
 
 # -- context: one statement --------------------------------------------------------------
 
-# Every row of CONTEXT / CONTEXT_WITH_RECALL is (kind, 11 turn columns, rank, neighbour_of);
-# the conversation row carries only its counters (message_count, active_count).
-KIND_CONVERSATION, KIND_SUMMARY, KIND_RECENT, KIND_HIT, KIND_NEIGHBOUR = range(5)
+# Every row of a context statement is (kind, 11 turn columns, rank, of): the conversation row
+# carries only its counters (message_count, active_count); a hit its FTS5 rank (NULL for a
+# hit found by meaning); the turn after / before a hit names the hit in `of`; a vector row
+# is (kind, turn id, NULL, NULL, vector, NULL ...).
+(
+    KIND_CONVERSATION,
+    KIND_SUMMARY,
+    KIND_RECENT,
+    KIND_HIT,
+    KIND_NEXT,
+    KIND_PREV,
+    KIND_VECTOR,
+) = range(7)
 _RECENT_CTE = (
     f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = :conv "
     "AND compacted = 0 AND is_summary = 0 ORDER BY id DESC LIMIT :keep)"
@@ -109,9 +124,8 @@ _CONTEXT_BASE = (
     "WHERE conversation_id = :conv AND compacted = 0 AND is_summary = 1 ORDER BY id DESC LIMIT 1) "
     f"UNION ALL SELECT {KIND_RECENT}, *, NULL, NULL FROM recent"
 )
-CONTEXT = f"WITH {_RECENT_CTE} {_CONTEXT_BASE}"
-CONTEXT_WITH_RECALL = (
-    f"WITH {_RECENT_CTE}, "
+_BEFORE_RECENT = "(SELECT coalesce(min(id), 1 << 62) FROM recent)"
+_KEYWORD_HITS_CTE = (
     f"hits AS (SELECT {_TURN_COLUMNS_T}, recall_fts.rank AS rank FROM recall_fts "
     # CROSS JOIN keeps recall_fts the outer loop: its MATCH reads only this conversation's
     # doclists, in rank order.
@@ -119,18 +133,50 @@ CONTEXT_WITH_RECALL = (
     # Only turns older than the recent window are candidates; the rowid bound lets FTS5 skip
     # the rest of the doclists. Two conversations can share a key in the index, hence the
     # conversation_id check.
-    "WHERE recall_fts MATCH :match "
-    "AND recall_fts.rowid < (SELECT coalesce(min(id), 1 << 62) FROM recent) "
-    "AND t.conversation_id = :conv AND t.is_summary = 0 ORDER BY recall_fts.rank LIMIT :hits) "
-    f"{_CONTEXT_BASE} "
-    f"UNION ALL SELECT {KIND_HIT}, *, NULL FROM hits "
-    # Each hit's neighbour: the reply to a user turn, the question before an assistant turn.
-    f"UNION ALL SELECT {KIND_NEIGHBOUR}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
-    "JOIN turns n ON n.id = CASE WHEN h.role = 'user' "
-    "THEN (SELECT id FROM turns WHERE conversation_id = :conv AND id > h.id AND is_summary = 0 "
-    "ORDER BY id LIMIT 1) "
-    "ELSE (SELECT id FROM turns WHERE conversation_id = :conv AND id < h.id AND is_summary = 0 "
-    "ORDER BY id DESC LIMIT 1) END"
+    f"WHERE recall_fts MATCH :match AND recall_fts.rowid < {_BEFORE_RECENT} "
+    "AND t.conversation_id = :conv AND t.is_summary = 0 ORDER BY recall_fts.rank LIMIT :hits)"
+)
+# Each hit with the turns just after and just before it (a snippet is built from them).
+_HITS_AND_NEIGHBOURS = (
+    f"SELECT {KIND_HIT}, *, NULL FROM hits "
+    f"UNION ALL SELECT {KIND_NEXT}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
+    "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = :conv AND id > h.id "
+    "AND is_summary = 0 ORDER BY id LIMIT 1) "
+    f"UNION ALL SELECT {KIND_PREV}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
+    "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = :conv AND id < h.id "
+    "AND is_summary = 0 ORDER BY id DESC LIMIT 1)"
+)
+_VECTORS = (
+    f"SELECT {KIND_VECTOR}, turn_id, NULL, NULL, vector, "
+    + ", ".join(["NULL"] * (TURN_WIDTH - 2))
+    + " FROM turn_vectors WHERE conversation_id = :conv AND model = :model "
+    f"AND turn_id < {_BEFORE_RECENT}"
+)
+CONTEXT = f"WITH {_RECENT_CTE} {_CONTEXT_BASE}"
+CONTEXT_WITH_RECALL = (
+    f"WITH {_RECENT_CTE}, {_KEYWORD_HITS_CTE} {_CONTEXT_BASE} UNION ALL {_HITS_AND_NEIGHBOURS}"
+)
+CONTEXT_WITH_VECTORS = f"WITH {_RECENT_CTE} {_CONTEXT_BASE} UNION ALL {_VECTORS}"
+CONTEXT_WITH_RECALL_AND_VECTORS = f"{CONTEXT_WITH_RECALL} UNION ALL {_VECTORS}"
+# The turns found by meaning that the keywords did not find, with their neighbours.
+RECALL_TURNS = (
+    f"WITH hits AS (SELECT {TURN_COLUMNS}, NULL AS rank FROM turns "
+    "WHERE id IN (SELECT value FROM json_each(:ids)) AND conversation_id = :conv) "
+    f"{_HITS_AND_NEIGHBOURS}"
+)
+
+
+def context_sql(keywords: bool, vectors: bool) -> str:
+    """The context statement: with recall by keywords (:match, :hits) and/or the
+    conversation's vectors (:model)."""
+    if keywords:
+        return CONTEXT_WITH_RECALL_AND_VECTORS if vectors else CONTEXT_WITH_RECALL
+    return CONTEXT_WITH_VECTORS if vectors else CONTEXT
+
+
+INSERT_VECTOR = (
+    "INSERT OR REPLACE INTO turn_vectors (conversation_id, turn_id, model, vector) "
+    "VALUES (?, ?, ?, ?)"
 )
 
 # -- search -----------------------------------------------------------------------------

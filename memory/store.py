@@ -38,19 +38,20 @@ Storage design
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 import aiosqlite
 
-from . import compaction, retention, sql
+from . import compaction, imports, retention, sql
 from .connection import Connections
-from .context import assemble_context
+from .context import assemble_context, missing_candidates, semantic_scores
 from .errors import (
     NOT_FOUND_MESSAGE,
     ConversationNotFound,
@@ -74,6 +75,8 @@ from .records import (
 from .summarize import ExtractiveSummarizer, Summarizer
 from .validation import (
     MAX_MESSAGE_CHARS,
+    check_created_at,
+    check_import,
     check_owner,
     check_retention,
     clean_title,
@@ -81,6 +84,9 @@ from .validation import (
     make_title,
     validate_message,
 )
+from .vectors import Embedder, embedding_text, pack
+
+EMBED_BATCH = 256  # texts per embedder call when importing
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +105,13 @@ class ConversationStore:
         policy: MemoryPolicy,
         summarizer: Summarizer,
         clock: Callable[[], float],
+        embedder: Embedder | None = None,
     ):
         self._db = db
         self.path = db.path
         self.policy = policy
         self.summarizer = summarizer
+        self.embedder = embedder
         self._clock = clock
         self._summarizing: set[str] = set()
         self._last_purge = float("-inf")
@@ -115,14 +123,17 @@ class ConversationStore:
         policy: MemoryPolicy | None = None,
         summarizer: Summarizer | None = None,
         clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
     ) -> ConversationStore:
         """Open (creating and migrating as needed) the database.
 
-        `path` is a directory (the file is <dir>/mnemo.db) or a .db file. Raises
-        StorageUnavailable when it cannot be opened.
+        `path` is a directory (the file is <dir>/mnemo.db) or a .db file. With an `embedder`,
+        every message gets a vector when written and recall adds meaning to keywords.
+        Raises StorageUnavailable when it cannot be opened.
         """
         db = await Connections.open(database_path(path))
-        return cls(db, policy or MemoryPolicy(), summarizer or ExtractiveSummarizer(), clock)
+        policy = policy or MemoryPolicy()
+        return cls(db, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
 
     async def close(self) -> None:
         await self._db.close()
@@ -226,35 +237,93 @@ class ConversationStore:
     # -- turns --------------------------------------------------------------------------
 
     async def append(
-        self, owner: str, conv_id: str, role: str, content: str, *, incomplete: bool = False
+        self,
+        owner: str,
+        conv_id: str,
+        role: str,
+        content: str,
+        *,
+        incomplete: bool = False,
+        created_at: float | None = None,
     ) -> Turn:
-        """Save a message. The first user message titles an untitled conversation."""
+        """Save a message. The first user message titles an untitled conversation.
+
+        `created_at` (epoch seconds) dates a message written elsewhere; default: now.
+        """
         validate_message(role, content)
         now = self._clock()
+        when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" else None
+        (vector,) = await self._vectors([content])
         async with self._db.write() as db:
             # The counters, title and expiry first: the UPDATE is also the visibility check
             # (owner, not expired), so a missing conversation changes nothing.
             visible = await db.execute_fetchall(
                 sql.APPEND_COUNTERS,
-                (len(content), now, now, title, conv_id, owner, self._clock()),
+                (len(content), now, now, title, conv_id, owner, now),
             )
             if not visible:
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             # The writer's index_turn trigger adds it to both FTS indexes in this statement.
             cursor = await db.execute(
-                sql.INSERT_TURN, (conv_id, role, content, now, int(incomplete))
+                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete))
             )
             turn_id = cursor.lastrowid
+            if vector is not None:
+                await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
         await self._maybe_purge()
         return Turn(
             id=turn_id,
             conversation_id=conv_id,
             role=role,  # type: ignore[arg-type]
             content=content,
-            created_at=now,
+            created_at=when,
             incomplete=incomplete,
         )
+
+    async def import_conversation(
+        self,
+        owner: str,
+        messages: Iterable[tuple[str, str, float]],
+        title: str | None = None,
+        persona_id: str = "assistant",
+        persona_version: int | None = None,
+    ) -> Conversation:
+        """A new conversation holding `messages`, (role, content, created_at) oldest first,
+        so a history from elsewhere keeps its dates. All or nothing: every message is checked
+        before anything is written (InvalidInput names the first bad one), then one
+        transaction writes them. Long imports fold into summaries through
+        `summarize_if_needed`, like any conversation.
+        """
+        check_owner(owner)
+        now = self._clock()
+        rows = check_import(list(messages), now)
+        title = clean_title(title) if title is not None else None
+        vectors: list[bytes | None] = []
+        for i in range(0, len(rows), EMBED_BATCH):
+            vectors += await self._vectors([c for _, c, _ in rows[i : i + EMBED_BATCH]])
+        model = self.embedder.name if self.embedder is not None else ""
+        async with self._db.write() as db:
+            conv_id = await imports.write_conversation(
+                db, owner, rows, vectors, model, title, persona_id, persona_version, now
+            )
+            return await self._visible(db, owner, conv_id)
+
+    async def _vectors(self, texts: Sequence[str]) -> list[bytes | None]:
+        """Packed vectors for `texts`; Nones without an embedder or when it fails (logged:
+        the messages are saved all the same and recall finds them by their words)."""
+        if self.embedder is None or not texts:
+            return [None] * len(texts)
+        try:
+            out = await self.embedder.embed([embedding_text(t) for t in texts])
+            if len(out) != len(texts):
+                raise ValueError(f"{len(out)} vectors for {len(texts)} texts")
+            return [pack(v) for v in out]
+        except Exception:
+            log.warning(
+                "Embedder %s failed; saving without vectors", self.embedder.name, exc_info=True
+            )
+            return [None] * len(texts)
 
     async def transcript(
         self,
@@ -350,26 +419,38 @@ class ConversationStore:
     async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
         """What the model should see: latest summary + the newest turns under the budget.
 
-        With `query` (the new message), older turns that match it are recalled too: at most
-        `recall_k`, each with its neighbour turn, within `recall_chars` of the budget.
+        With `query` (the new message), older turns that match it by words or meaning are
+        recalled too, as snippets packed into `recall_chars` (memory/packing.py).
         """
         policy = self.policy
+        now = self._clock()
         terms: list[str] = []
+        query_vector = None
         if query and policy.recall_k:
             terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
+            (query_vector,) = await self._vectors([query])
         params: dict[str, object] = {
             "conv": conv_id,
             "owner": owner,
-            "now": self._clock(),
+            "now": now,
             "keep": policy.keep_recent,
         }
         if terms:
             params["match"] = recall_query(conv_id, terms)
-            params["hits"] = policy.recall_k * 2
+            params["hits"] = policy.recall_k
+        if query_vector is not None:
+            params["model"] = self.embedder.name  # type: ignore[union-attr]
         # One statement is one snapshot, and one trip to the reader's thread instead of
-        # BEGIN, four or more queries and COMMIT.
-        rows = await self._db.read_one(sql.CONTEXT_WITH_RECALL if terms else sql.CONTEXT, params)
-        return assemble_context(rows, policy, terms)
+        # BEGIN, four or more queries and COMMIT. Turns found only by meaning take a second.
+        statement = sql.context_sql(bool(terms), query_vector is not None)
+        rows = await self._db.read_one(statement, params)
+        semantic = semantic_scores(rows, query_vector)
+        missing = missing_candidates(rows, semantic, policy) if semantic else []
+        if missing:
+            rows += await self._db.read_one(
+                sql.RECALL_TURNS, {"ids": json.dumps(missing), "conv": conv_id}
+            )
+        return assemble_context(rows, policy, terms, semantic=semantic, query=query or "", now=now)
 
     async def search(
         self,

@@ -94,3 +94,56 @@ def clean_token_name(name: str) -> str:
             f"{MAX_TOKEN_NAME_CHARS}. Shorten it."
         )
     return cleaned
+
+
+# A message dated a little ahead of our clock is another machine's skew; further is a mistake.
+CLOCK_SKEW_S = 300.0
+MAX_IMPORT_MESSAGES = 100_000
+
+
+def check_created_at(created_at: float | None, now: float) -> float:
+    """The timestamp to store: `now` when None, else epoch seconds that are not after now
+    (give or take CLOCK_SKEW_S); else InvalidInput."""
+    if created_at is None:
+        return now
+    if isinstance(created_at, bool) or not isinstance(created_at, int | float):
+        raise InvalidInput(
+            f"created_at is {created_at!r}; give seconds since 1970 (e.g. datetime.timestamp())."
+        )
+    value = float(created_at)
+    if not 0.0 <= value <= now + CLOCK_SKEW_S:  # also rejects NaN
+        raise InvalidInput(
+            f"created_at is {created_at!r}, which is not between 1970 and now; give seconds "
+            "since 1970 (e.g. datetime.timestamp())."
+        )
+    return value
+
+
+def check_import(
+    messages: list[tuple[str, str, float]], now: float
+) -> list[tuple[str, str, float]]:
+    """Messages to import as (role, content, created_at), checked: roles, text, timestamps
+    in order. InvalidInput (or the message's own error) names the first bad one."""
+    if len(messages) > MAX_IMPORT_MESSAGES:
+        raise InvalidInput(
+            f"The import has {len(messages):,} messages; the limit is {MAX_IMPORT_MESSAGES:,}. "
+            "Split it into several conversations."
+        )
+    out: list[tuple[str, str, float]] = []
+    for i, item in enumerate(messages, start=1):
+        where = f"Message {i} of the import"
+        try:
+            role, content, created_at = item
+        except (TypeError, ValueError):
+            raise InvalidInput(f"{where} is {item!r}; give (role, content, created_at).") from None
+        try:
+            validate_message(role, content)
+            when = check_created_at(created_at, now)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where}: {exc}") from exc
+        if out and when < out[-1][2]:
+            raise InvalidInput(
+                f"{where} is dated before message {i - 1}; give the messages oldest first."
+            )
+        out.append((role, content, when))
+    return out

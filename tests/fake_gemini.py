@@ -5,6 +5,11 @@ It speaks the shapes google-genai 3.x sends and parses (Gemini Developer API, `v
     POST /{version}/models/{model}:streamGenerateContent?alt=sse   SSE, `data: {json}` per chunk
     POST /{version}/models/{model}:generateContent                 one JSON response
     POST /{version}/models/{model}:countTokens                     {"totalTokens": n}
+    POST /{version}/models/{model}:embedContent                    {"embedding": {"values"}}
+    POST /{version}/models/{model}:batchEmbedContents              {"embeddings": [...]}
+
+Embeddings are a deterministic bag of hashed words (texts that share words point the same way),
+of the requested `outputDimensionality` (768 by default); a queued error answers them too.
 
 Every request is recorded (path, model, parsed JSON body, headers) so tests can assert on what the
 SDK really sent. Responses are scripted: queue replies, HTTP errors, safety blocks or a stream that
@@ -15,7 +20,9 @@ error to the client (peer closed before the terminating chunk), as with a droppe
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import socket
 import sys
 import threading
@@ -262,6 +269,9 @@ class _Handler(BaseHTTPRequestHandler):
             words = sum(len(text.split()) for _, text in request.turns)
             self._send_json(200, {"totalTokens": words})
             return
+        if action in ("embedContent", "batchEmbedContents"):
+            self._embed(fake, request)
+            return
         if action not in ("generateContent", "streamGenerateContent"):
             self._send_json(404, _error_body(404, f"Unknown method {action}"))
             return
@@ -284,6 +294,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _whole_payload(scripted))
         else:
             self._send_stream(_chunk_payloads(scripted), scripted)
+
+    def _embed(self, fake: FakeGemini, request: Recorded) -> None:
+        with fake._lock:
+            queued = fake._script[0] if fake._script else None
+            if isinstance(queued, ErrorReply):
+                fake._script.popleft()
+        if isinstance(queued, ErrorReply):
+            body = _error_body(queued.status, queued.message, queued.status_name, queued.details)
+            self._send_json(queued.status, body)
+            return
+        if request.action == "embedContent":
+            self._send_json(200, {"embedding": {"values": _embedding(request.body)}})
+            return
+        items = request.body.get("requests") or []
+        self._send_json(200, {"embeddings": [{"values": _embedding(r)} for r in items]})
 
     # -- writers --------------------------------------------------------------------------
 
@@ -390,3 +415,14 @@ def _blocked_payload(blocked: Blocked) -> dict[str, Any]:
         "candidates": [{"finishReason": blocked.reason, "index": 0, "safetyRatings": ratings}],
         "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5},
     }
+
+
+def _embedding(request: dict[str, Any]) -> list[float]:
+    """A bag of hashed lowercase words, as many dimensions as asked for."""
+    dims = int(request.get("outputDimensionality") or 768)
+    text = " ".join(p.get("text", "") for p in (request.get("content") or {}).get("parts", []))
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+        vector[int.from_bytes(digest[:3], "big") % dims] += 1.0 if digest[3] & 1 else -1.0
+    return vector

@@ -227,7 +227,7 @@ async def test_summary_reaches_the_model_as_a_labelled_memory_note(make_env, tmp
 def test_memory_note_labels_summary_and_recalled_turns():
     summary = Turn(9, "c", "summary", "- User: lives in Porto.", 1.0, is_summary=True)
     recalled = RecalledTurn(
-        turn=Turn(3, "c", "user", "The restaurant was Casa Guedes.", 0.5),
+        turn=Turn(3, "c", "user", "The restaurant was Casa Guedes.", 1_795_942_800.0),
         matched=("restaurant",),
     )
     window = ContextWindow(summary=summary, turns=[], chars=60, budget=12_000, recalled=[recalled])
@@ -236,8 +236,9 @@ def test_memory_note_labels_summary_and_recalled_turns():
         "Persona: Mnemo\n\n"
         + MEMORY_NOTE_HEADER
         + "\n\nSummary of the earlier conversation:\n- User: lives in Porto."
-        + "\n\nRecalled older messages that match the new message, oldest first:\n"
-        + "User: The restaurant was Casa Guedes."
+        + "\n\nRecalled older messages that match the new message, oldest first, under the "
+        + "date they were written (a date in [= ...] is what a relative date in the message "
+        + "meant):\n[Sunday, 29 November 2026]\nUser: The restaurant was Casa Guedes."
     )
     empty = ContextWindow(summary=None, turns=[], chars=0, budget=12_000)
     assert compose_system("Persona: Mnemo", empty) == "Persona: Mnemo"
@@ -281,7 +282,7 @@ async def test_preview_is_exactly_what_the_next_request_carries(env, fake):
     role = {"user": "user", "assistant": "model"}
     assert fake.last.turns[:-1] == [(role[t["role"]], t["content"]) for t in preview.turns]
     assert preview.chars == sum(len(t["content"]) for t in preview.turns)
-    assert preview.budget == 12_000 and preview.persona_id == "assistant"
+    assert preview.budget == 16_000 and preview.persona_id == "assistant"
 
 
 async def test_retry_regenerates_the_last_reply_from_the_same_history(env, fake):

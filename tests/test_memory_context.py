@@ -19,7 +19,7 @@ from memory import (
     assemble_context,
     render_memory,
 )
-from memory.context import clip_for_prompt
+from memory.context import clip_for_prompt, render_messages
 from memory.recall import (
     MAX_RECALL_TERMS,
     RECALL_TEXT_FUNCTION,
@@ -32,7 +32,8 @@ from memory.sql import (
     CONTEXT_WITH_RECALL,
     KIND_CONVERSATION,
     KIND_HIT,
-    KIND_NEIGHBOUR,
+    KIND_NEXT,
+    KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
 )
@@ -65,7 +66,13 @@ def hit(t, rank):
 
 
 def neighbour(t, of):
-    return (KIND_NEIGHBOUR, *t, None, of)
+    """The turn just after hit `of`."""
+    return (KIND_NEXT, *t, None, of)
+
+
+def previous(t, of):
+    """The turn just before hit `of`."""
+    return (KIND_PREV, *t, None, of)
 
 
 def summary(content, covers_count=40):
@@ -145,7 +152,7 @@ def test_recall_takes_hits_with_their_neighbour_within_budget():
         (3, ("lucca",), None),
         (4, (), 3),
     ]
-    assert ctx.recalled[0].score == -2.0
+    assert ctx.recalled[0].score == 1.0  # the best keyword hit, normalised
     assert ctx.chars == sum(len(r.turn.content) for r in ctx.recalled) + 17
 
 
@@ -153,12 +160,12 @@ def test_a_neighbour_that_is_also_a_hit_becomes_a_match():
     q = turn(3, "user", "lucca question", compacted=1)
     a = turn(4, "assistant", "lucca answer", compacted=1)
     rows = [conversation(30, 6), *recent(turn(25, "user", "x")), hit(q, -3.0), hit(a, -1.0)]
-    rows += [neighbour(a, 3), neighbour(q, 4)]
+    rows += [neighbour(a, 3), previous(q, 4)]
     ctx = assemble_context(rows, SMALL, ["lucca"])
-    assert [(r.turn.id, r.neighbour_of, r.score) for r in ctx.recalled] == [
-        (3, None, -3.0),
-        (4, None, -1.0),
-    ]
+    # 4 scores its own third plus the prior field's share of 3's (the turn before it).
+    prior = SMALL.recall_weights.prior
+    assert [(r.turn.id, r.neighbour_of) for r in ctx.recalled] == [(3, None), (4, None)]
+    assert [r.score for r in ctx.recalled] == pytest.approx([1.0, 1 / 3 + prior])
 
 
 def test_recall_skips_the_recent_window_and_respects_recall_k():
@@ -195,35 +202,91 @@ def test_clip_for_prompt_keeps_short_text_untouched():
 # -- the one renderer ---------------------------------------------------------------------
 
 
+SUNDAY = 1_795_942_800.0  # Sunday 29 November 2026, 09:00 UTC
+DAY = 86_400.0
+
+
 def test_render_memory_is_the_production_memory_note():
     summary_turn = Turn(9, "c", "summary", "  - User: lives in Porto.\n", 1.0, is_summary=True)
     recalled = [
-        RecalledTurn(Turn(3, "c", "user", "The restaurant was Casa Guedes.", 0.5), ("restaurant",)),
-        RecalledTurn(Turn(4, "c", "assistant", "Noted.", 0.6), (), neighbour_of=3),
+        RecalledTurn(
+            Turn(3, "c", "user", "We went to Casa Guedes yesterday.", SUNDAY), ("guedes",)
+        ),
+        RecalledTurn(
+            Turn(4, "c", "assistant", "Noted.", SUNDAY + 60), (), neighbour_of=3, continues=True
+        ),
+        RecalledTurn(Turn(8, "c", "user", "Guedes again today!", SUNDAY + DAY), ("guedes",)),
     ]
-    window = ContextWindow(summary_turn, [], 60, 12_000, recalled=recalled)
+    window = ContextWindow(summary_turn, [], 60, 12_000, recalled=recalled, now=SUNDAY + 2 * DAY)
     assert render_memory(window) == (
         "## Memory note\n"
         "What you remember from earlier in this conversation (older messages no longer shown "
         "below). It is background written by the memory system, not a new message from the "
         "user; use it when it is relevant."
+        "\n\nToday is Tuesday, 1 December 2026."
         "\n\nSummary of the earlier conversation:\n- User: lives in Porto."
-        "\n\nRecalled older messages that match the new message, oldest first:\n"
-        "User: The restaurant was Casa Guedes.\nAssistant: Noted."
+        "\n\nRecalled older messages that match the new message, oldest first, under the date "
+        "they were written (a date in [= ...] is what a relative date in the message meant):\n"
+        "[Sunday, 29 November 2026]\n"
+        "User: We went to Casa Guedes yesterday [= Saturday, 28 November 2026].\n"
+        "Assistant: Noted.\n"
+        "[Monday, 30 November 2026]\n"
+        "User: Guedes again today [= Monday, 30 November 2026]!"
     )
     assert render_memory(window).startswith(MEMORY_NOTE_HEADER)
+
+
+def test_a_run_of_consecutive_turns_over_midnight_gets_a_second_date_line():
+    recalled = [
+        RecalledTurn(Turn(3, "c", "user", "Late question?", SUNDAY + 14.9 * 3600), ("q",)),
+        RecalledTurn(
+            Turn(4, "c", "assistant", "Early answer.", SUNDAY + 15.1 * 3600), (), 3, continues=True
+        ),
+    ]
+    note = render_memory(ContextWindow(None, [], 3, 100, recalled=recalled))
+    assert note.endswith(
+        "[Sunday, 29 November 2026]\nUser: Late question?\n"
+        "[Monday, 30 November 2026]\nAssistant: Early answer."
+    )
 
 
 def test_render_memory_with_only_a_summary_or_only_recall():
     s = Turn(9, "c", "summary", "facts", 1.0, is_summary=True)
     only_summary = render_memory(ContextWindow(s, [], 5, 100))
     assert only_summary == MEMORY_NOTE_HEADER + "\n\nSummary of the earlier conversation:\nfacts"
-    r = RecalledTurn(Turn(3, "c", "user", "old", 0.5), ("old",))
+    r = RecalledTurn(Turn(3, "c", "user", "old", SUNDAY), ("old",))
     only_recall = render_memory(ContextWindow(None, [], 3, 100, recalled=[r]))
     assert only_recall == (
-        MEMORY_NOTE_HEADER
-        + "\n\nRecalled older messages that match the new message, oldest first:\nUser: old"
+        MEMORY_NOTE_HEADER + "\n\nRecalled older messages that match the new message, oldest "
+        "first, under the date they were written (a date in [= ...] is what a relative date in "
+        "the message meant):\n[Sunday, 29 November 2026]\nUser: old"
     )
+
+
+def test_recent_messages_carry_a_date_line_per_day_and_old_ones_their_dates():
+    turns = [
+        Turn(1, "c", "user", "I moved here yesterday.", SUNDAY),
+        Turn(2, "c", "assistant", "Welcome!", SUNDAY + 60),
+        Turn(3, "c", "user", "Tomorrow I start work.", SUNDAY + 2 * DAY),
+        Turn(4, "c", "assistant", "Good luck.", SUNDAY + 2 * DAY + 60),
+    ]
+    window = ContextWindow(None, turns, 0, 100, now=SUNDAY + 2 * DAY + 120)
+    assert render_messages(window) == [
+        {
+            "role": "user",
+            "content": "[Sunday, 29 November 2026]\n"
+            "I moved here yesterday [= Saturday, 28 November 2026].",
+        },
+        {"role": "assistant", "content": "Welcome!"},
+        # Today's turns keep their words: "tomorrow" is still tomorrow.
+        {"role": "user", "content": "[Tuesday, 1 December 2026]\nTomorrow I start work."},
+        {"role": "assistant", "content": "Good luck."},
+    ]
+    # A window of today's turns needs no date line (the memory note says what day it is).
+    today = ContextWindow(None, turns[2:], 0, 100, now=SUNDAY + 2 * DAY + 120)
+    assert render_messages(today) == today.messages()
+    # Without a time to render against (hand-made windows), the turns go as they are.
+    assert render_messages(ContextWindow(None, turns, 0, 100)) == window.messages()
 
 
 # -- agrees with the store -------------------------------------------------------------------
@@ -249,7 +312,7 @@ async def test_the_rows_real_sqlite_returns_assemble_to_what_the_store_returns(t
     with sqlite3.connect(store.path) as db:
         db.create_function(RECALL_TEXT_FUNCTION, 2, recall_text, deterministic=True)
         plain = db.execute(CONTEXT, params).fetchall()
-        params.update(match=recall_query(conv.id, terms), hits=SMALL.recall_k * 2)
+        params.update(match=recall_query(conv.id, terms), hits=SMALL.recall_k)
         with_recall = db.execute(CONTEXT_WITH_RECALL, params).fetchall()
-    assert assemble_context(with_recall, SMALL, terms) == expected
+    assert assemble_context(with_recall, SMALL, terms, query=question, now=expected.now) == expected
     assert assemble_context(plain, SMALL).recalled == []

@@ -1,0 +1,175 @@
+"""Embedders for memory's recall (memory.vectors.Embedder): the offline default and Gemini's.
+
+`WordLlamaEmbedder` is the default: wordllama's 256-dimension static model (16 MB of float16
+token vectors in its wheel) — a message's vector is the mean of its tokens' vectors, about
+25 µs on a CPU, no key, no network. It is loaded from the files the wheel ships, not through
+`wordllama.WordLlama.load()`: 0.4.0.post1 looks for a `tokenizer/` folder where the wheel has
+`tokenizers/`, then tries to download, and importing the package reconfigures the root
+logger. It knows English far better than Chinese; Chinese recall leans on keywords.
+
+`GeminiEmbedder` uses Gemini's `embed_content` through google-genai, for deployments that
+prefer it (`MNEMO_EMBEDDER=gemini`); its vectors are a different model's and are never
+compared with wordllama's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memory.vectors import Embedder
+
+from .errors import AssistantError
+
+__all__ = [
+    "Embedder",
+    "EmbedderUnavailable",
+    "GeminiEmbedder",
+    "WordLlamaEmbedder",
+    "select_embedder",
+]
+
+log = logging.getLogger(__name__)
+
+WORDLLAMA_MODEL = "l2_supercat"
+WORDLLAMA_DIMS = 256
+GEMINI_EMBED_MODEL = "gemini-embedding-001"
+GEMINI_DIMS = 256
+GEMINI_BATCH = 100  # texts per batchEmbedContents request (the API's limit)
+
+
+class EmbedderUnavailable(AssistantError):
+    """The embedding model cannot be loaded; recall works on keywords alone."""
+
+
+def wordllama_files(root: Path | None = None) -> tuple[Path, Path]:
+    """The tokenizer and weights files inside the installed wordllama wheel."""
+    if root is None:
+        spec = importlib.util.find_spec("wordllama")  # finds it without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise EmbedderUnavailable(
+                "wordllama is not installed: pip install -r requirements.txt (recall then "
+                "finds older messages by meaning as well as words)."
+            )
+        root = Path(next(iter(spec.submodule_search_locations)))
+    tokenizer = root / "tokenizers" / f"{WORDLLAMA_MODEL}_tokenizer_config.json"
+    weights = root / "weights" / f"{WORDLLAMA_MODEL}_{WORDLLAMA_DIMS}.safetensors"
+    missing = [str(p) for p in (tokenizer, weights) if not p.is_file()]
+    if missing:
+        raise EmbedderUnavailable(
+            f"wordllama's model files are missing ({', '.join(missing)}); reinstall it with "
+            "pip install --force-reinstall -r requirements.txt."
+        )
+    return tokenizer, weights
+
+
+class WordLlamaEmbedder:
+    """Mean-pooled wordllama token vectors, computed in-process."""
+
+    name = f"wordllama-{WORDLLAMA_MODEL}-{WORDLLAMA_DIMS}"
+    dims = WORDLLAMA_DIMS
+
+    def __init__(self, table: np.ndarray, tokenizer: object) -> None:
+        self._table = table  # (vocabulary, dims) float16
+        self._tokenizer = tokenizer
+
+    @classmethod
+    def load(cls, root: Path | None = None) -> WordLlamaEmbedder:
+        """Load the model from the wheel's files; EmbedderUnavailable when it cannot."""
+        tokenizer_path, weights_path = wordllama_files(root)
+        try:
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            with safe_open(str(weights_path), framework="np") as f:
+                table = f.get_tensor("embedding.weight")
+        except Exception as exc:  # a broken install: any of the loaders may raise
+            raise EmbedderUnavailable(
+                f"wordllama's model could not be loaded ({exc}); reinstall it with "
+                "pip install --force-reinstall -r requirements.txt."
+            ) from exc
+        if table.ndim != 2 or table.shape[1] != WORDLLAMA_DIMS:
+            raise EmbedderUnavailable(f"wordllama's weights have shape {table.shape}, not (n, 256)")
+        return cls(table, tokenizer)
+
+    def embed_now(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (zeros for text without tokens)."""
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        limit = self._table.shape[0]
+        for i, enc in enumerate(encodings):
+            ids = [t for t in enc.ids if 0 <= t < limit]
+            if ids:
+                out[i] = self._table[ids].astype(np.float32).mean(axis=0)
+        return out
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        # Tens of microseconds per message: cheaper than a hop to a thread and back.
+        return self.embed_now(texts)
+
+
+class GeminiEmbedder:
+    """Gemini's embedding model through google-genai (network; needs a key)."""
+
+    dims = GEMINI_DIMS
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = GEMINI_EMBED_MODEL,
+        base_url: str | None = None,
+        timeout_ms: int = 15_000,
+    ) -> None:
+        from google import genai
+        from google.genai import types
+
+        self._types = types
+        self._model = model
+        self.name = f"gemini-{model}-{GEMINI_DIMS}"
+        http_options = types.HttpOptions(base_url=base_url, timeout=timeout_ms)
+        self._client = genai.Client(api_key=api_key, http_options=http_options)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        config = self._types.EmbedContentConfig(output_dimensionality=GEMINI_DIMS)
+        out: list[list[float]] = []
+        for i in range(0, len(texts), GEMINI_BATCH):
+            batch = list(texts[i : i + GEMINI_BATCH])
+            response = await self._client.aio.models.embed_content(
+                model=self._model, contents=batch, config=config
+            )
+            vectors = [e.values or [] for e in response.embeddings or []]
+            if len(vectors) != len(batch):
+                raise EmbedderUnavailable(
+                    f"Gemini returned {len(vectors)} embeddings for {len(batch)} texts."
+                )
+            out += vectors
+        return out
+
+
+def select_embedder(choice: str | None = None) -> Embedder | None:
+    """The embedder for recall: argument, else $MNEMO_EMBEDDER (`wordllama`, `gemini` or
+    `none`), else wordllama. None (keywords only, logged) when it cannot be had."""
+    choice = (choice or os.environ.get("MNEMO_EMBEDDER") or "wordllama").strip().lower()
+    if choice == "none":
+        return None
+    if choice == "gemini":
+        key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not key:
+            log.warning("MNEMO_EMBEDDER=gemini but no GEMINI_API_KEY is set; using wordllama")
+        else:
+            return GeminiEmbedder(key, base_url=os.environ.get("GEMINI_BASE_URL") or None)
+    elif choice != "wordllama":
+        raise EmbedderUnavailable(f"MNEMO_EMBEDDER is {choice!r}; use wordllama, gemini or none.")
+    try:
+        return WordLlamaEmbedder.load()
+    except EmbedderUnavailable as exc:
+        log.warning("Recall by meaning is off: %s", exc)
+        return None
