@@ -99,6 +99,8 @@ FAILS_CLOSED = {
     "list_tokens": ("ana",),
     "revoke_token": ("ana", "tok_x"),
     "token_by_hash": ("0" * 64,),
+    # An import that cannot be stored must say so, not pretend.
+    "import_conversation": ("ana", [("user", "hi", 1.0)]),
 }
 
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from assistant.failopen import FailOpenStore
 from memory import (
     ConversationStore,
-    FailOpenStore,
     InvalidInput,
     MemoryPolicy,
     render_memory,
