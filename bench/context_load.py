@@ -15,7 +15,7 @@ from bench.baselines import LangChainHistory, ReferenceDesign, langchain_availab
 from bench.config import BenchConfig
 from bench.datagen import DISTRACTOR_NAMES, WORDS, Corpus, message_pool
 from bench.harness import Samples, Table, interleave, ms, ratio, write_result
-from bench.strategies import recall_supported
+from bench.strategies import default_embedder, recall_supported
 
 NAME = "context_load"
 MNEMO_RECALL = "Mnemo, context(query=next message) (recall)"
@@ -73,9 +73,14 @@ async def run(config: BenchConfig) -> None:
         ["design", "seconds", "messages/s"],
     )
 
+    embedder = default_embedder()
     start = time.perf_counter()
     ids = await mnemo_corpus.bulk_load(
-        work / "mnemo", corpus.n_conversations, corpus.rows(pool), start_ts=corpus.start_ts
+        work / "mnemo",
+        corpus.n_conversations,
+        corpus.rows(pool),
+        start_ts=corpus.start_ts,
+        embedder=embedder,
     )
     took = time.perf_counter() - start
     load_table.add("Mnemo", f"{took:.2f}", f"{corpus.total / took:,.0f}")
@@ -98,7 +103,7 @@ async def run(config: BenchConfig) -> None:
         )
         langchain_new_engine = LangChainHistory(work / "langchain.db", per_call_engine=True)
 
-    store = await ConversationStore.open(work / "mnemo")
+    store = await ConversationStore.open(work / "mnemo", embedder=embedder)
     owners = [mnemo_corpus.owner_of(i) for i in range(corpus.n_conversations)]
     try:
         # Same answer from every design, or the comparison means nothing.

@@ -23,6 +23,7 @@ from bench.strategies import (
     MnemoStrategy,
     ReferenceStrategy,
     chars,
+    default_embedder,
     recall_supported,
 )
 
@@ -43,7 +44,7 @@ async def run(config: BenchConfig) -> None:
     # The plain recency window given exactly Mnemo's budget: no round limit, Mnemo's clip.
     same_budget = DropOldest(rounds=10_000, message_chars=policy.message_chars, total_chars=budget)
 
-    store = await ConversationStore.open(work / "mnemo", policy=policy)
+    store = await ConversationStore.open(work / "mnemo", policy=policy, embedder=default_embedder())
     can_recall = recall_supported(store)
     hits: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     sizes: dict[str, list[int]] = defaultdict(list)
@@ -119,8 +120,9 @@ async def run(config: BenchConfig) -> None:
     else:
         notes.append("Mnemo with recall: not measured, this memory/ build has no recall yet.")
     notes.append(
-        "Mnemo uses its default policy (20 recent messages, 12,000 characters in all, summary "
-        "≤ 4,000, recall ≤ 4,000 within the 12,000) and its built-in extractive summarizer, "
+        "Mnemo uses its default policy (20 recent messages, 16,000 characters in all, summary "
+        "≤ 2,000, recall ≤ 8,000 within the 16,000, as rendered for the model: date lines and "
+        "labels count) and its built-in extractive summarizer, "
         "summarizing after every message as the app does in the background. The reference "
         "design: its 10,000-character concatenate-and-truncate summary + its newest 20 rows "
         "(as published its LIMIT 20 load drops the summary row, which sorts before the rows it "

@@ -28,8 +28,10 @@ async def bulk_load(
     rows: Iterable[tuple[int, int, str, str, float]],
     *,
     start_ts: float,
+    embedder=None,
 ) -> list[str]:
-    """Write conversations and their (conv index, position, role, content, ts) rows.
+    """Write conversations and their (conv index, position, role, content, ts) rows; with
+    an `embedder`, each message's vector too, as `ConversationStore.append` writes it.
 
     Returns the conversation ids by index. The store must not be open while this runs.
     """
@@ -67,7 +69,35 @@ async def bulk_load(
         )
         if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'turns_fts'").fetchone():
             index_for_recall(db)
+        if embedder is not None:
+            await write_vectors(db, embedder)
     return ids
+
+
+async def write_vectors(db: sqlite3.Connection, embedder, batch: int = 5_000) -> None:
+    """Every message's vector into turn_vectors, in batches (issue 11)."""
+    from memory.vectors import embedding_text, pack
+
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, conversation_id, content FROM turns WHERE id > ? AND is_summary = 0 "
+            "ORDER BY id LIMIT ?",
+            (last, batch),
+        ).fetchall()
+        if not rows:
+            return
+        vectors = await embedder.embed([embedding_text(c) for _, _, c in rows])
+        db.executemany(
+            "INSERT INTO turn_vectors (conversation_id, turn_id, model, vector) "
+            "VALUES (?, ?, ?, ?)",
+            [
+                (cid, tid, embedder.name, packed)
+                for (tid, cid, _), v in zip(rows, vectors, strict=True)
+                if (packed := pack(v)) is not None
+            ],
+        )
+        last = rows[-1][0]
 
 
 def index_for_recall(db: sqlite3.Connection, batch: int = 20_000) -> None:

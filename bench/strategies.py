@@ -101,12 +101,16 @@ class MnemoStrategy:
             ctx = await self.store.context(self.owner, self.conv_id, query=query)
         else:
             ctx = await self.store.context(self.owner, self.conv_id)
-        texts = [ctx.summary.content] if ctx.summary else []
         recalled = getattr(ctx, "recalled", []) or []
         self.recalled_turns += len(recalled)
-        texts.extend(r.turn.content for r in recalled)
-        texts.extend(t.content for t in ctx.turns)
-        return texts
+        try:  # what the model receives: memory's own renderers (dates, labels and all)
+            from memory import render_memory, render_messages
+        except ImportError:  # an older memory/: its raw parts
+            texts = [ctx.summary.content] if ctx.summary else []
+            texts.extend(r.turn.content for r in recalled)
+            return texts + [t.content for t in ctx.turns]
+        note = render_memory(ctx)
+        return ([note] if note else []) + [m["content"] for m in render_messages(ctx)]
 
     def view(self, *, recall: bool) -> MnemoStrategy:
         """The same conversation seen with or without recall (no second copy of the data)."""
@@ -114,6 +118,15 @@ class MnemoStrategy:
 
     async def close(self) -> None:
         pass
+
+
+def default_embedder():
+    """The embedder the app uses by default (issue 11), or None where this build has none."""
+    try:
+        from assistant.embedding import select_embedder
+    except ImportError:
+        return None
+    return select_embedder()
 
 
 def recall_supported(store) -> bool:

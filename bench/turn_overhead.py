@@ -14,7 +14,7 @@ import time
 from bench.config import BenchConfig
 from bench.datagen import filler_message
 from bench.harness import Samples, Table, ms, ratio, write_result
-from bench.strategies import recall_supported
+from bench.strategies import default_embedder, recall_supported
 
 NAME = "turn_overhead"
 SEND = "ChatService.send() to Done"
@@ -35,7 +35,8 @@ async def run(config: BenchConfig) -> None:
     rng = random.Random(config.seed)
     owner = "bench-owner"
 
-    store = await ConversationStore.open(work / "data")
+    # As the app runs: with its default embedder (a vector per message and per query).
+    store = await ConversationStore.open(work / "data", embedder=default_embedder())
     service = ChatService(store, PersonaRegistry(data_dir=work / "data"), InstantModel())
     model = InstantModel()
     can_recall = recall_supported(store)
