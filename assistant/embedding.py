@@ -14,6 +14,7 @@ compared with wordllama's.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -169,7 +170,13 @@ def select_embedder(choice: str | None = None) -> Embedder | None:
     elif choice != "wordllama":
         raise EmbedderUnavailable(f"MNEMO_EMBEDDER is {choice!r}; use wordllama, gemini or none.")
     try:
-        return WordLlamaEmbedder.load()
+        return _shared_wordllama()
     except EmbedderUnavailable as exc:
         log.warning("Recall by meaning is off: %s", exc)
         return None
+
+
+@functools.cache
+def _shared_wordllama() -> WordLlamaEmbedder:
+    # One read-only copy per process: every Runtime (and test) shares the 16 MB table.
+    return WordLlamaEmbedder.load()

@@ -151,7 +151,7 @@ def missing_candidates(
 ) -> list[int]:
     """The turns the meaning side ranks in its top `recall_k` that the rows do not hold yet:
     the store fetches them (memory/sql.py RECALL_TURNS) before assembling."""
-    have = recall_rows(rows).turns
+    have = {r[1] for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV)}
     floor = policy.recall_weights.min_semantic
     best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
     return [i for i in best[: policy.recall_k] if i not in have]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .recall import matched_terms, term_pattern
+from .recall import term_matcher, term_pattern
 from .records import RecalledTurn, Turn
 
 # Characters a recalled turn costs beyond its text once rendered ("User: ", newline).
@@ -32,6 +32,8 @@ TURN_OVERHEAD = 8
 # A run of consecutive turns also gets a date line.
 RUN_OVERHEAD = 40
 SHORT_TURN = 100  # a hit shorter than this, or a question, brings the next turn along
+# Below this much budget left, no snippet worth reading fits: stop looking.
+MIN_SNIPPET = 60
 
 _QUESTION = re.compile(r"[?？]\s*$|[?？]\s|[吗嗎呢]\s*[。！!]?\s*$")
 _LIST_QUESTION = re.compile(
@@ -146,8 +148,12 @@ def _window(tid: int, conv: Conversation, own: float, prior: float) -> list[int]
     return [i for i in ids if i in conv.turns]
 
 
-def _similarity(a: np.ndarray | None, b: np.ndarray | None) -> float:
-    return float(a @ b) if a is not None and b is not None else 0.0
+@dataclass
+class _Pick:
+    turn: Turn  # the prompt copy
+    matched: tuple[str, ...] = ()
+    neighbour_of: int | None = None
+    score: float = 0.0
 
 
 def pack(
@@ -173,81 +179,100 @@ def pack(
     """
     keyword = keyword or {}
     vectors = vectors or {}
+    terms = list(terms)
+    find = term_matcher(terms)
     pool = {
         tid: s
         for tid, s in scores.items()
         if s > 0 and tid in conv.turns and tid not in conv.excluded
     }
-    chosen: dict[int, RecalledTurn] = {}
-    picked_vectors: list[np.ndarray | None] = []
+    # Best first, ties to the older turn; MMR re-ranks against what is chosen.
+    order = sorted(pool, key=lambda t: (-pool[t], t))
+    chosen: dict[int, _Pick] = {}
+    picked_vectors: list[np.ndarray] = []
     remaining = budget
-    top = max(pool.values(), default=0.0)
+    top = (order and pool[order[0]]) or 1.0
     hits = 0
-    while pool and remaining > TURN_OVERHEAD and (max_hits is None or hits < max_hits):
-        tid = _next_pick(pool, picked_vectors, vectors, diverse, weights, top)
-        score = pool.pop(tid)
+    while order and remaining >= MIN_SNIPPET and (max_hits is None or hits < max_hits):
+        tid = _next_pick(order, pool, picked_vectors, vectors, diverse, weights, top)
+        score = pool[tid]
         prior = weights.prior * keyword.get(conv.prev_of.get(tid, -1), 0.0)
         own = weights.keyword * keyword.get(tid, 0.0)
         window = [i for i in _window(tid, conv, own, prior) if i not in chosen]
         if tid not in window:  # already here as another snippet's context
-            if score - prior <= 0:
-                continue  # only the turn before it matched: it stays that turn's context
-            matched = matched_terms(list(terms), conv.turns[tid].content)
-            chosen[tid] = replace(chosen[tid], neighbour_of=None, score=score, matched=matched)
-            hits += 1
+            if score - prior > 0:  # a match in its own right, not only through the turn before
+                pick = chosen[tid]
+                pick.neighbour_of, pick.score = None, score
+                pick.matched = find(conv.turns[tid].content)
+                hits += 1
             continue
-        added = _fit(window, tid, conv, terms, per_turn, remaining, chosen)
+        added = _fit(window, tid, conv, terms, per_turn, remaining)
         if not added:
             continue
-        for turn_id, recalled in added.items():
-            chosen[turn_id] = replace(recalled, score=score) if turn_id == tid else recalled
-            remaining -= len(recalled.turn.content) + TURN_OVERHEAD
-        if not _joins_a_run(window, conv, chosen):
+        joins = _joins_a_run(window, conv, chosen)
+        for turn_id, pick in added.items():
+            if turn_id == tid:
+                pick.matched, pick.score = find(conv.turns[tid].content), score
+            chosen[turn_id] = pick
+            remaining -= len(pick.turn.content) + TURN_OVERHEAD
+        if not joins:
             remaining -= RUN_OVERHEAD
-        picked_vectors.append(vectors.get(tid))
+        if tid in vectors:
+            picked_vectors.append(vectors[tid])
         hits += 1
-    ordered = [chosen[i] for i in sorted(chosen)]
+    ids = sorted(chosen)
     return [
-        replace(r, continues=i > 0 and conv.next_of.get(ordered[i - 1].turn.id) == r.turn.id)
-        for i, r in enumerate(ordered)
+        RecalledTurn(
+            turn=chosen[i].turn,
+            matched=chosen[i].matched,
+            neighbour_of=chosen[i].neighbour_of,
+            score=chosen[i].score,
+            continues=n > 0 and conv.next_of.get(ids[n - 1]) == i,
+        )
+        for n, i in enumerate(ids)
     ]
 
 
 def _next_pick(
+    order: list[int],
     pool: Mapping[int, float],
-    picked: list[np.ndarray | None],
+    picked: list[np.ndarray],
     vectors: Mapping[int, np.ndarray],
     diverse: bool,
     weights: RecallWeights,
     top: float,
 ) -> int:
+    """Take the next candidate out of `order`: the best, or for `diverse` the best by MMR."""
     if not diverse or not picked:
-        return max(pool, key=lambda t: (pool[t], -t))
+        return order.pop(0)
     lam = weights.mmr_lambda
+    mine = np.stack(picked)
 
     def mmr(t: int) -> float:
-        redundancy = max(_similarity(vectors.get(t), p) for p in picked)
-        return lam * pool[t] / (top or 1.0) - (1 - lam) * redundancy
+        v = vectors.get(t)
+        redundancy = float(np.max(mine @ v)) if v is not None else 0.0
+        return lam * pool[t] / top - (1 - lam) * redundancy
 
-    return max(pool, key=lambda t: (mmr(t), -t))
+    best = max(range(len(order)), key=lambda k: (mmr(order[k]), -order[k]))
+    return order.pop(best)
+
+
+def _copy(turn: Turn, terms: list[str], limit: int) -> Turn:
+    text = clip_around(turn.content, terms, limit)
+    return turn if text is turn.content else replace(turn, content=text)
 
 
 def _fit(
     window: list[int],
     hit: int,
     conv: Conversation,
-    terms: Sequence[str],
+    terms: list[str],
     per_turn: int,
     remaining: int,
-    chosen: Mapping[int, RecalledTurn],
-) -> dict[int, RecalledTurn]:
+) -> dict[int, _Pick]:
     """The window's turns as prompt copies, dropping context turns (then clipping the hit
     harder) until they fit in `remaining`; {} when even the clipped hit does not fit."""
-    terms = list(terms)
-    copies = {
-        i: replace(conv.turns[i], content=clip_around(conv.turns[i].content, terms, per_turn))
-        for i in window
-    }
+    copies = {i: _copy(conv.turns[i], terms, per_turn) for i in window}
 
     def cost(ids: Sequence[int]) -> int:
         return sum(len(copies[i].content) + TURN_OVERHEAD for i in ids) + RUN_OVERHEAD
@@ -259,20 +284,11 @@ def _fit(
         room = remaining - TURN_OVERHEAD - RUN_OVERHEAD
         if room < min(200, per_turn):
             return {}
-        copies[hit] = replace(
-            copies[hit], content=clip_around(conv.turns[hit].content, terms, room)
-        )
-    return {
-        i: RecalledTurn(
-            turn=copies[i],
-            matched=matched_terms(terms, conv.turns[i].content) if i == hit else (),
-            neighbour_of=None if i == hit else hit,
-        )
-        for i in ids
-    }
+        copies[hit] = _copy(conv.turns[hit], terms, room)
+    return {i: _Pick(copies[i], neighbour_of=None if i == hit else hit) for i in ids}
 
 
-def _joins_a_run(window: list[int], conv: Conversation, chosen: Mapping[int, RecalledTurn]) -> bool:
+def _joins_a_run(window: list[int], conv: Conversation, chosen: Mapping[int, _Pick]) -> bool:
     """Whether the new snippet touches turns already chosen (then it shares their date line)."""
     ends = (conv.prev_of.get(window[0]), conv.next_of.get(window[-1]))
     return any(e is not None and e in chosen and e not in window for e in ends)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 # Han (incl. extension A and compatibility), kana, Hangul syllables and jamo.
 _CJK_CLASS = (
@@ -190,6 +190,21 @@ def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
 def _term_regex(term: str) -> re.Pattern[str]:
     # Recall asks this for every term of every hit, for the same few terms each turn.
     return term_pattern([term])  # type: ignore[return-value]
+
+
+def term_matcher(terms: list[str]) -> Callable[[str], tuple[str, ...]]:
+    """matched_terms for many texts and the same terms: one pass of one plain regex per
+    text (words starting with a term's stem; CJK terms looked for as they are)."""
+    cjk = [t for t in terms if _CJK_RUN.fullmatch(t)]
+    stems = {t: _stem(t).lower() for t in terms if t not in cjk}
+    alternatives = sorted({re.escape(s) for s in stems.values()}, key=len, reverse=True)
+    pattern = re.compile(r"\b(" + "|".join(alternatives) + ")", re.IGNORECASE) if stems else None
+
+    def find(content: str) -> tuple[str, ...]:
+        found = {m.group(1).lower() for m in pattern.finditer(content)} if pattern else set()
+        return tuple(t for t in terms if (t in content if t in cjk else stems[t] in found))
+
+    return find
 
 
 def matched_terms(terms: list[str], content: str) -> tuple[str, ...]:
