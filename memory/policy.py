@@ -34,7 +34,7 @@ class MemoryPolicy:
     history_chars: int = 16_000
     summarize_at: int = 101
     summary_chars: int = 2_000
-    recall_k: int = 40
+    recall_k: int = 120
     recall_chars: int = 8_000
     recall_weights: RecallWeights = field(default_factory=RecallWeights)
     timezone: str = "UTC"
