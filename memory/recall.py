@@ -68,6 +68,13 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+def mostly_cjk(text: str) -> bool:
+    """Whether most of the letters in `text` are Chinese, Japanese or Korean."""
+    cjk = sum(len(m) for m in _CJK_RUN.findall(text))
+    other = sum(len(m) for m in _WORD.findall(text))
+    return cjk > other
+
+
 def bigram_text(text: str) -> str:
     """Index text: CJK runs become space-separated overlapping bigrams; the rest is kept."""
     return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group())) + " ", text)

@@ -61,7 +61,15 @@ from .errors import (
     TooManyTokens,
 )
 from .policy import MemoryPolicy, database_path
-from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query, snippet, term_pattern
+from .recall import (
+    MAX_RECALL_TERMS,
+    mostly_cjk,
+    owner_key,
+    query_terms,
+    recall_query,
+    snippet,
+    term_pattern,
+)
 from .records import (
     ApiToken,
     ContextWindow,
@@ -428,7 +436,10 @@ class ConversationStore:
         query_vector = None
         if query and policy.recall_k:
             terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
-            (query_vector,) = await self._vectors([query])
+            # A model that does not know CJK gives such a question a vector that is noise;
+            # recall then goes by its characters alone.
+            if getattr(self.embedder, "knows_cjk", True) or not mostly_cjk(query):
+                (query_vector,) = await self._vectors([query])
         params: dict[str, object] = {
             "conv": conv_id,
             "owner": owner,

@@ -25,7 +25,9 @@ MAX_EMBED_CHARS = 2_000  # a static model averages tokens: more text only blurs 
 @runtime_checkable
 class Embedder(Protocol):
     """Turns texts into vectors of one fixed size. `name` says which model made them:
-    vectors of different names are never compared."""
+    vectors of different names are never compared. An embedder may also say
+    `knows_cjk = False`: then a question mostly in Chinese, Japanese or Korean is recalled by
+    its characters alone."""
 
     name: str
     dims: int

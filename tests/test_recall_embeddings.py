@@ -176,3 +176,33 @@ async def test_policy_without_recall_asks_no_vector(tmp_path):
         assert embedder.calls == 0
     finally:
         await store.close()
+
+
+async def test_a_chinese_question_is_recalled_by_characters_when_the_model_knows_no_chinese(
+    tmp_path, wordllama
+):
+    class Counting:
+        name, dims, knows_cjk = wordllama.name, 256, False
+
+        def __init__(self):
+            self.texts = []
+
+        async def embed(self, texts):
+            self.texts += list(texts)
+            return wordllama.embed_now(texts)
+
+    embedder = Counting()
+    store = await ConversationStore.open(tmp_path, embedder=embedder)
+    try:
+        conv = await store.create_conversation("ana")
+        await store.append("ana", conv.id, "user", "我最近開始上大提琴課，手指痠得要命。")
+        for i in range(30):
+            await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"閒聊 {i}")
+        written = len(embedder.texts)
+        ctx = await store.context("ana", conv.id, query="大提琴課上得怎樣？")
+        assert len(embedder.texts) == written  # no vector asked for the Chinese question
+        assert "我最近開始上大提琴課，手指痠得要命。" in [r.turn.content for r in ctx.recalled]
+        await store.context("ana", conv.id, query="How are the cello lessons going?")
+        assert len(embedder.texts) == written + 1
+    finally:
+        await store.close()
