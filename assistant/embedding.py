@@ -105,7 +105,13 @@ class WordLlamaEmbedder:
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
         """One vector per text (zeros for text without tokens)."""
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        texts = list(texts)
+        # encode_batch hands work to a thread pool: for the usual one text, encode is cheaper.
+        encodings = (
+            [self._tokenizer.encode(texts[0], add_special_tokens=False)]
+            if len(texts) == 1
+            else self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        )
         limit = self._table.shape[0]
         for i, enc in enumerate(encodings):
             ids = [t for t in enc.ids if 0 <= t < limit]

@@ -71,6 +71,11 @@ _ZH = re.compile(
 )
 
 
+# Cheap tests before the regexes: a text without any of these has no relative date.
+_EN_CUES = ("yesterday", "today", "tonight", "tomorrow", " ago", "last ", "this ", "next ")
+_ZH_CUES = frozenset("昨今明前後后上這这本下去天年")
+
+
 def local_date(ts: float, tz: tzinfo = UTC) -> date:
     return datetime.fromtimestamp(ts, tz).date()
 
@@ -200,6 +205,13 @@ def annotate(text: str, ts: float, tz: tzinfo = UTC) -> str:
     """`text` with each relative date expression followed by the date it meant, as seen
     from `ts` (when the text was written): "yesterday" -> "yesterday [= Sunday, 29 November
     2026]". Text without such expressions comes back unchanged."""
+    low = text.lower()
+    english_cue = any(w in low for w in _EN_CUES) or (
+        "in " in low and any(u in low for u in ("day", "week", "month", "year"))
+    )
+    chinese_cue = not _ZH_CUES.isdisjoint(text)
+    if not (english_cue or chinese_cue):
+        return text  # most messages: no regex pass at all
     base = local_date(ts, tz)
 
     def english(m: re.Match[str]) -> str:
@@ -210,4 +222,6 @@ def annotate(text: str, ts: float, tz: tzinfo = UTC) -> str:
         meant = _chinese(m, base)
         return m.group() if meant is None else f"{m.group()}［= {meant}］"
 
-    return _ZH.sub(chinese, _EN.sub(english, text))
+    if english_cue:
+        text = _EN.sub(english, text)
+    return _ZH.sub(chinese, text) if chinese_cue else text
