@@ -12,6 +12,7 @@ import aiosqlite
 
 from . import sql
 from .validation import make_title
+from .vectors import Embedder
 
 
 async def write_conversation(
@@ -19,7 +20,7 @@ async def write_conversation(
     owner: str,
     rows: list[tuple[str, str, float]],
     vectors: list[bytes | None],
-    model: str,
+    embedder: Embedder | None,
     title: str | None,
     persona_id: str,
     persona_version: int | None,
@@ -27,6 +28,7 @@ async def write_conversation(
 ) -> str:
     """Insert the conversation, its turns (indexed by the writer's trigger), their vectors and
     counters; return its id. Runs inside the caller's write transaction."""
+    model = embedder.name if embedder is not None else ""
     conv_id = secrets.token_urlsafe(16)
     title = title or next((make_title(c) for role, c, _ in rows if role == "user"), None)
     started = rows[0][2] if rows else now

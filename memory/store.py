@@ -38,20 +38,18 @@ Storage design
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import aiosqlite
 
 from . import compaction, imports, retention, sql
 from .connection import Connections
-from .context import assemble_context, missing_candidates, semantic_scores
 from .errors import (
     NOT_FOUND_MESSAGE,
     ConversationNotFound,
@@ -61,12 +59,10 @@ from .errors import (
     TooManyTokens,
 )
 from .policy import MemoryPolicy, database_path
+from .reading import read_context
 from .recall import (
-    MAX_RECALL_TERMS,
-    mostly_cjk,
     owner_key,
     query_terms,
-    recall_query,
     snippet,
     term_pattern,
 )
@@ -92,9 +88,7 @@ from .validation import (
     make_title,
     validate_message,
 )
-from .vectors import Embedder, embedding_text, pack
-
-EMBED_BATCH = 256  # texts per embedder call when importing
+from .vectors import Embedder, embed_packed
 
 log = logging.getLogger(__name__)
 
@@ -254,15 +248,13 @@ class ConversationStore:
         incomplete: bool = False,
         created_at: float | None = None,
     ) -> Turn:
-        """Save a message. The first user message titles an untitled conversation.
-
-        `created_at` (epoch seconds) dates a message written elsewhere; default: now.
-        """
+        """Save a message (first user message titles an untitled conversation); `created_at`
+        (epoch seconds, default now) dates a message written elsewhere."""
         validate_message(role, content)
         now = self._clock()
         when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" else None
-        (vector,) = await self._vectors([content])
+        (vector,) = await embed_packed(self.embedder, [content])
         async with self._db.write() as db:
             # The counters, title and expiry first: the UPDATE is also the visibility check
             # (owner, not expired), so a missing conversation changes nothing.
@@ -304,34 +296,15 @@ class ConversationStore:
         `summarize_if_needed`, like any conversation.
         """
         check_owner(owner)
+        title = clean_title(title) if title is not None else None
         now = self._clock()
         rows = check_import(list(messages), now)
-        title = clean_title(title) if title is not None else None
-        vectors: list[bytes | None] = []
-        for i in range(0, len(rows), EMBED_BATCH):
-            vectors += await self._vectors([c for _, c, _ in rows[i : i + EMBED_BATCH]])
-        model = self.embedder.name if self.embedder is not None else ""
+        vectors = await embed_packed(self.embedder, [c for _, c, _ in rows])
         async with self._db.write() as db:
             conv_id = await imports.write_conversation(
-                db, owner, rows, vectors, model, title, persona_id, persona_version, now
+                db, owner, rows, vectors, self.embedder, title, persona_id, persona_version, now
             )
             return await self._visible(db, owner, conv_id)
-
-    async def _vectors(self, texts: Sequence[str]) -> list[bytes | None]:
-        """Packed vectors for `texts`; Nones without an embedder or when it fails (logged:
-        the messages are saved all the same and recall finds them by their words)."""
-        if self.embedder is None or not texts:
-            return [None] * len(texts)
-        try:
-            out = await self.embedder.embed([embedding_text(t) for t in texts])
-            if len(out) != len(texts):
-                raise ValueError(f"{len(out)} vectors for {len(texts)} texts")
-            return [pack(v) for v in out]
-        except Exception:
-            log.warning(
-                "Embedder %s failed; saving without vectors", self.embedder.name, exc_info=True
-            )
-            return [None] * len(texts)
 
     async def transcript(
         self,
@@ -430,38 +403,9 @@ class ConversationStore:
         With `query` (the new message), older turns that match it by words or meaning are
         recalled too, as snippets packed into `recall_chars` (memory/packing.py).
         """
-        policy = self.policy
-        now = self._clock()
-        terms: list[str] = []
-        query_vector = None
-        if query and policy.recall_k:
-            terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
-            # A model that does not know CJK gives such a question a vector that is noise;
-            # recall then goes by its characters alone.
-            if getattr(self.embedder, "knows_cjk", True) or not mostly_cjk(query):
-                (query_vector,) = await self._vectors([query])
-        params: dict[str, object] = {
-            "conv": conv_id,
-            "owner": owner,
-            "now": now,
-            "keep": policy.keep_recent,
-        }
-        if terms:
-            params["match"] = recall_query(conv_id, terms)
-            params["hits"] = policy.recall_k
-        if query_vector is not None:
-            params["model"] = self.embedder.name  # type: ignore[union-attr]
-        # One statement is one snapshot, and one trip to the reader's thread instead of
-        # BEGIN, four or more queries and COMMIT. Turns found only by meaning take a second.
-        statement = sql.context_sql(bool(terms), query_vector is not None)
-        rows = await self._db.read_one(statement, params)
-        semantic = semantic_scores(rows, query_vector)
-        missing = missing_candidates(rows, semantic, policy) if semantic else []
-        if missing:
-            rows += await self._db.read_one(
-                sql.RECALL_TURNS, {"ids": json.dumps(missing), "conv": conv_id}
-            )
-        return assemble_context(rows, policy, terms, semantic=semantic, query=query or "", now=now)
+        return await read_context(
+            self._db, self.embedder, self.policy, owner, conv_id, query, self._clock()
+        )
 
     async def search(
         self,

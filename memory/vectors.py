@@ -9,13 +9,17 @@ pure and backend-agnostic: SQLite stores the bytes in a BLOB, PostgreSQL in a by
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+log = logging.getLogger(__name__)
+
 _SCALE = 127.0
+EMBED_BATCH = 256  # texts per embedder call (an import embeds many)
 # "Anna: ..." at the start of a message: static embeddings are dominated by names, and a
 # speaker's own name says nothing about what the message means.
 _SPEAKER = re.compile(r"^\s*[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}:\s+")
@@ -72,4 +76,23 @@ def cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
         m = np.frombuffer(joined, dtype=np.int8).reshape(len(same), len(query))
         m = m.astype(np.float32)
         out[same] = (m @ q) / np.linalg.norm(m, axis=1)
+    return out
+
+
+async def embed_packed(embedder: Embedder | None, texts: Sequence[str]) -> list[bytes | None]:
+    """Packed vectors for `texts`; Nones without an embedder or when it fails (logged: the
+    messages are saved all the same and recall finds them by their words)."""
+    if embedder is None or not texts:
+        return [None] * len(texts)
+    out: list[bytes | None] = []
+    for i in range(0, len(texts), EMBED_BATCH):
+        batch = [embedding_text(t) for t in texts[i : i + EMBED_BATCH]]
+        try:
+            vectors = await embedder.embed(batch)
+            if len(vectors) != len(batch):
+                raise ValueError(f"{len(vectors)} vectors for {len(batch)} texts")
+            out += [pack(v) for v in vectors]
+        except Exception:
+            log.warning("Embedder %s failed; saving without vectors", embedder.name, exc_info=True)
+            out += [None] * len(batch)
     return out

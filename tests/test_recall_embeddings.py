@@ -109,7 +109,7 @@ async def test_every_message_gets_one_compact_vector_and_loses_it_with_the_messa
 async def test_a_failing_embedder_never_loses_a_message(tmp_path, caplog, embedder):
     store = await ConversationStore.open(tmp_path, embedder=embedder)
     try:
-        with caplog.at_level(logging.WARNING, logger="memory.store"):
+        with caplog.at_level(logging.WARNING, logger="memory"):
             conv = await planted_conversation(store, turns=15)
             ctx = await store.context("ana", conv.id, query="the bicycle ride with Anna")
         assert embedder.calls > 0 and "saving without vectors" in caplog.text
