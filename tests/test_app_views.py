@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -17,6 +18,7 @@ from memory import ResetResult, Turn
 from ui import sessions, views
 
 NOW = 1_800_000_000.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # ---- sessions ------------------------------------------------------------------------------
@@ -37,6 +39,23 @@ def test_browser_secret_lookup_order(tmp_path, monkeypatch):
     assert sessions.browser_secret(tmp_path, "from-arg") == "from-arg"
     assert sessions.browser_secret(tmp_path) == "from-env"
     assert not (tmp_path / sessions.SECRET_FILE).exists()
+
+
+def test_the_browser_secret_reaches_every_page_so_only_the_id_protects_chats(tmp_path):
+    """Gradio sends BrowserState's key in the config every page loads: the encryption cannot
+    protect a chat, the unguessable id must, and the README must say so."""
+    import json
+
+    rt = runtime.Runtime(tmp_path, model=GeminiModel("test-key", base_url="http://127.0.0.1:9"))
+    secret = sessions.browser_secret(tmp_path)
+    config = json.dumps(app.build_demo(rt).get_config_file(), default=str)
+    assert secret in config
+    ids = {sessions.new_browser_id() for _ in range(1000)}
+    assert len(ids) == 1000 and all(len(i) - 2 >= 24 for i in ids)  # >= 144 random bits
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "encrypted with a secret" not in readme
+    assert "sent to every page" in readme and "protects nothing" in readme
+    assert "sign in with Hugging Face" in readme
 
 
 @pytest.mark.parametrize(

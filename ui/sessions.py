@@ -1,8 +1,12 @@
 """Who is talking: an owner id per browser, or the signed-in Hugging Face user.
 
-Each browser keeps a random owner id in `gr.BrowserState` (localStorage, encrypted with a
-secret). The secret must not change between restarts or every browser would lose its id, so it
-comes from MNEMO_SECRET or is generated once and kept in the data dir.
+Each browser keeps a random owner id in `gr.BrowserState` (localStorage). The id is a bearer
+token: whoever presents it owns its chats, and its only protection is that 144 random bits cannot
+be guessed. Gradio encrypts the stored value, but with a key it sends to every page in the app's
+config, so nothing here may rely on the secret being secret: it only has to stay the same between
+restarts (or every browser would lose its id), so it comes from MNEMO_SECRET or is generated once
+and kept in the data dir. A browser id can never name a signed-in user (those are `hf:<name>`,
+set only from Hugging Face's sign-in), and it is never logged.
 """
 
 from __future__ import annotations
