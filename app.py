@@ -118,11 +118,12 @@ def main() -> int:
     try:
         rt = Runtime(config.data_dir())
         host, port = config.host(), config.port()
+        grace_s = config.shutdown_grace_s()
     except AssistantError as exc:  # e.g. MNEMO_MODEL=gemini without a key
         print(f"Mnemo cannot start: {exc.message}", file=sys.stderr)
         return 2
     try:
-        server = WebServer(web_app(rt), host, port)
+        server = WebServer(web_app(rt), host, port, on_stop=partial(rt.drain, grace_s))
     except OSError as exc:
         log.debug("bind failed", exc_info=exc)
         print(
@@ -133,7 +134,14 @@ def main() -> int:
         return 1
     print(f"Mnemo is running on {server.url} (HTTP API: {server.url}/api/v1/docs)", flush=True)
     print(f"  model: {rt.model_name} · data: {rt.data_dir.resolve()}", flush=True)
-    server.run()
+    drained = server.run()
+    if drained is not None:
+        replies = "reply" if drained.finished == 1 else "replies"
+        print(
+            f"Mnemo stopped: {drained.finished} streaming {replies} finished, "
+            f"{drained.stopped} saved as incomplete; database closed.",
+            flush=True,
+        )
     return 0
 
 

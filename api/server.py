@@ -8,22 +8,59 @@ which also runs `python app.py`, serve both on the same port.
 
 The socket is bound before uvicorn starts, so a busy port is reported as an OSError the
 caller can explain, instead of uvicorn's log line and `sys.exit`.
+
+On SIGTERM or Ctrl-C, uvicorn's shutdown first stops listening and runs `on_stop` (app.py:
+`Runtime.drain`, which lets streaming replies finish or saves them as incomplete), and only
+then waits for open connections: a UI page whose reply was stopped keeps its event stream
+open, so after `on_stop` that wait is cut to a second.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import uvicorn
 from starlette.types import ASGIApp
 
 GRACEFUL_SHUTDOWN_S = 10.0
+AFTER_STOP_S = 1.0  # after on_stop, what open connections get before they are cut
 T = TypeVar("T")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, whose shutdown runs `on_stop` once it has stopped listening."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], Awaitable[Any]] | None):
+        super().__init__(config)
+        self.on_stop = on_stop
+        self.stopped_with: Any = None  # what on_stop returned
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        # uvicorn re-raises a captured SIGTERM once it has shut down, so a process that had
+        # stopped cleanly still died "of SIGTERM" (status -15, what a kill looks like).
+        if self.on_stop is not None:
+            self._captured_signals.clear()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.on_stop is not None:
+            for server in self.servers:
+                server.close()  # no new connections; open ones keep streaming
+            try:
+                self.stopped_with = await self.on_stop()
+            except Exception:  # never hang the shutdown: WAL recovers what was not closed
+                logging.getLogger("mnemo.server").exception("on_stop failed")
+            self.config.timeout_graceful_shutdown = AFTER_STOP_S
+            # The cut of a stream left waiting is expected now: not an "Exception in ASGI
+            # application" with a traceback.
+            logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
+        await super().shutdown(sockets)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -48,7 +85,13 @@ def bind(host: str, port: int) -> socket.socket:
 class WebServer:
     """uvicorn serving `app` on an already bound socket, in the foreground or a thread."""
 
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_stop: Callable[[], Awaitable[Any]] | None = None,
+    ) -> None:
         self.sock = bind(host, port)
         self.host = host
         self.port = self.sock.getsockname()[1]
@@ -60,7 +103,7 @@ class WebServer:
             ws="none",
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
-        self.server = uvicorn.Server(config)
+        self.server = _Server(config, on_stop)
         self._thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -69,9 +112,11 @@ class WebServer:
         shown = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{shown}:{self.port}"
 
-    def run(self) -> None:
-        """Serve until interrupted (Ctrl+C or SIGTERM), then shut down gracefully."""
+    def run(self) -> Any:
+        """Serve until interrupted (Ctrl+C or SIGTERM), then shut down gracefully; returns
+        what `on_stop` returned."""
         self.server.run(sockets=[self.sock])
+        return self.server.stopped_with
 
     def start(self, timeout_s: float = 30.0) -> WebServer:
         """Serve in a daemon thread (tests, benchmarks); returns once accepting connections."""

@@ -9,6 +9,7 @@ MNEMO_QUOTA_PER_HOUR  messages per owner per hour; unset, empty or 0 = no quota
 MNEMO_HOST            address the app listens on              (0.0.0.0 on a Space, 127.0.0.1)
 MNEMO_PORT            port the app listens on                          (7860)
 MNEMO_SECRET          secret for owner ids; unset = generated once in the data dir
+MNEMO_SHUTDOWN_GRACE  seconds a streaming reply may take to finish on SIGTERM     (5)
 """
 
 from __future__ import annotations
@@ -105,6 +106,21 @@ def port(value: int | str | None = None) -> int:
     if not 0 <= number <= 65535:
         raise ConfigError(f"MNEMO_PORT must be between 0 and 65535, not {number}.")
     return number
+
+
+def shutdown_grace_s(value: float | str | None = None) -> float:
+    """On SIGTERM, how long replies still streaming may take to finish before they are saved as
+    incomplete: argument, else $MNEMO_SHUTDOWN_GRACE, else 5 seconds."""
+    raw = value if value is not None else _env("MNEMO_SHUTDOWN_GRACE") or 5
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"MNEMO_SHUTDOWN_GRACE must be a number of seconds, not {raw!r}."
+        ) from None
+    if not 0 <= seconds <= 300:
+        raise ConfigError(f"MNEMO_SHUTDOWN_GRACE must be between 0 and 300 seconds, not {raw}.")
+    return seconds
 
 
 def secret(value: str | None = None) -> str | None:

@@ -49,11 +49,13 @@ from personas.loader import dump_persona_mapping
 from . import tokens
 from .chat import ChatEvent, ChatService, Preview, check_message
 from .errors import (
+    SHUTTING_DOWN,
     InvalidInput,
     InvalidPersonaYaml,
     NotFound,
     PersonaRefused,
     PersonaUnavailable,
+    ShuttingDown,
     StorageError,
     UserError,
 )
@@ -162,6 +164,10 @@ class Conversations:
         self.store = service.store  # fail-open (assistant.failopen)
         self.registry = service.personas
         self._turn_locks: dict[str, asyncio.Lock] = {}
+        # For a graceful shutdown (Runtime.drain): the tasks streaming a reply now, and
+        # whether new replies may still start.
+        self.replies: set[asyncio.Task[Any]] = set()
+        self.draining = False
 
     @property
     def model_name(self) -> str:
@@ -405,12 +411,27 @@ class Conversations:
     ) -> AsyncIterator[ChatEvent]:
         # Held while the reply streams, so a refresh after Stop (settled()) sees the saved
         # partial reply rather than the state before it.
-        async with self.turn_lock(conv_id):
+        async with self.streaming(conv_id):
             events = start(owner, conv_id, *args)
             async with contextlib.aclosing(events):
                 with user_errors(action):
                     async for event in events:
                         yield event
+
+    @contextlib.asynccontextmanager
+    async def streaming(self, conv_id: str) -> AsyncIterator[None]:
+        """Held while a reply streams into the conversation: its turn lock, with the task
+        tracked so a shutdown can wait for it or stop it. ShuttingDown once the app stops."""
+        if self.draining:
+            raise ShuttingDown(SHUTTING_DOWN)
+        task = asyncio.current_task()
+        async with self.turn_lock(conv_id):
+            if task is not None:
+                self.replies.add(task)
+            try:
+                yield
+            finally:
+                self.replies.discard(task)  # type: ignore[arg-type]
 
     def turn_lock(self, conv_id: str) -> asyncio.Lock:
         """The lock a reply streaming into this conversation holds."""

@@ -135,6 +135,20 @@ class NothingToRetry(AssistantError):
     kind = "nothing_to_retry"
 
 
+class ShuttingDown(AssistantError):
+    """The server is stopping (SIGTERM): no new turn starts; replies in flight finish or are
+    saved as incomplete."""
+
+    kind = "shutting_down"
+    title = "Mnemo is restarting"
+
+
+SHUTTING_DOWN = (
+    "Mnemo is restarting, so this message was not sent. Reload the page in a few seconds and "
+    "send it again."
+)
+
+
 class StorageError(AssistantError):
     """Memory storage failed during an action that cannot work without it (reset, undo, retry,
     rename, delete, ...)."""

@@ -3,13 +3,23 @@
 
 The store is opened lazily, on the first call, because aiosqlite must be used from the event
 loop that serves the app (Gradio's), not the one that built the Blocks.
+
+`drain()` is the graceful half of stopping the app (SIGTERM, Ctrl-C; api/server.py runs it
+once it has stopped listening): no new reply starts, replies streaming get a grace period to
+finish, the rest are stopped as the Stop button does (the chat service saves what arrived,
+marked incomplete), then background work gets a few seconds and the store is closed, which
+checkpoints the WAL away.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
+from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Any
 
 from personas import PersonaRegistry
 
@@ -17,9 +27,23 @@ from . import config
 from .chat import ChatService
 from .conversations import Conversations
 from .embedding import Embedder, select_embedder
+from .errors import SHUTTING_DOWN, ShuttingDown
 from .failopen import FailOpenStore
 from .models import ChatModel
 from .summarizer import summarizer_for
+
+log = logging.getLogger(__name__)
+
+BACKGROUND_S = 3.0  # on shutdown, after the replies: metrics and summaries may finish
+CANCEL_S = 3.0  # on shutdown, a stopped reply's save of what had arrived
+
+
+@dataclass(frozen=True)
+class Drained:
+    """What a shutdown did with the replies that were streaming when it began."""
+
+    finished: int  # completed within the grace period
+    stopped: int  # stopped after it; what had arrived is saved, marked incomplete
 
 
 class Runtime:
@@ -46,6 +70,7 @@ class Runtime:
         self._service: ChatService | None = None
         self._conversations: Conversations | None = None
         self._opening = asyncio.Lock()
+        self.draining = False
 
     @property
     def model_name(self) -> str:
@@ -79,6 +104,34 @@ class Runtime:
                     self._conversations = Conversations(service)
                     self._service = service
         return self._service
+
+    def accept_turn(self) -> None:
+        """Raise ShuttingDown once the app has begun to stop: no new reply starts."""
+        if self.draining:
+            raise ShuttingDown(SHUTTING_DOWN)
+
+    async def drain(self, grace_s: float) -> Drained:
+        """Stop the app's chat gracefully (see the module docstring); then close."""
+        self.draining = True
+        streaming: set[asyncio.Task[Any]] = set()
+        stopped: set[asyncio.Task[Any]] = set()
+        if self._conversations is not None:
+            self._conversations.draining = True
+            streaming = set(self._conversations.replies)
+        if streaming:
+            _, stopped = await asyncio.wait(streaming, timeout=grace_s)
+            for task in stopped:
+                task.cancel()  # what Stop does: chat.py saves the partial reply, shielded
+            if stopped:
+                await asyncio.wait(stopped, timeout=CANCEL_S)
+        if self._service is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(BACKGROUND_S):
+                    await self._service.wait_background()
+        await self.close()
+        drained = Drained(finished=len(streaming) - len(stopped), stopped=len(stopped))
+        log.info("shutdown: %d replies finished, %d saved as incomplete", *astuple(drained))
+        return drained
 
     async def store(self) -> FailOpenStore:
         """The fail-open store (tests and tools; the UI goes through `conversations()`)."""

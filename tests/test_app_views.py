@@ -46,7 +46,7 @@ def test_the_browser_secret_reaches_every_page_so_only_the_id_protects_chats(tmp
     protect a chat, the unguessable id must, and the README must say so."""
     import json
 
-    rt = runtime.Runtime(tmp_path, model=GeminiModel("test-key", base_url="http://127.0.0.1:9"))
+    rt = Runtime(tmp_path, model=GeminiModel("test-key", base_url="http://127.0.0.1:9"))
     secret = sessions.browser_secret(tmp_path)
     config = json.dumps(app.build_demo(rt).get_config_file(), default=str)
     assert secret in config

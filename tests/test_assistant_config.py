@@ -23,6 +23,7 @@ ENV = [
     "MNEMO_HOST",
     "MNEMO_PORT",
     "MNEMO_SECRET",
+    "MNEMO_SHUTDOWN_GRACE",
 ]
 
 
@@ -46,6 +47,7 @@ def clean_env(monkeypatch):
         (config.host, "MNEMO_HOST", "0.0.0.0", "::1", "127.0.0.1", "0.0.0.0", "::1"),
         (config.port, "MNEMO_PORT", "8080", 9000, 7860, 8080, 9000),
         (config.secret, "MNEMO_SECRET", "s3", "arg", None, "s3", "arg"),
+        (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "2.5", 0, 5.0, 2.5, 0.0),
     ],
 )  # fmt: skip
 def test_argument_beats_environment_beats_default(
@@ -82,6 +84,8 @@ def test_quota_off(monkeypatch, raw):
         (config.port, "MNEMO_PORT", "http", "port number"),
         (config.port, "MNEMO_PORT", "70000", "between 0 and 65535"),
         (config.model_choice, "MNEMO_MODEL", "gpt", "gemini, local or auto"),
+        (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "soon", "number of seconds"),
+        (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "-1", "between 0 and 300"),
     ],
 )
 def test_bad_settings_say_what_is_wrong(monkeypatch, function, env_name, raw, words):

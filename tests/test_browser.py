@@ -8,9 +8,12 @@ tests skip with the reason, except in CI (`CI=true`), where a missing browser is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -491,6 +494,62 @@ def test_screenshot_of_the_main_screen(context, server, fake):
     out.parent.mkdir(exist_ok=True)
     page.screenshot(path=str(out))
     assert out.stat().st_size > 20_000
+
+
+def _stop_with_sigterm(app_server: AppServer) -> tuple[int, float]:
+    """SIGTERM the app; (exit status, seconds it took to exit)."""
+    assert app_server.proc is not None
+    started = time.monotonic()
+    app_server.proc.send_signal(signal.SIGTERM)
+    status = app_server.proc.wait(30)
+    app_server.proc = None
+    return status, time.monotonic() - started
+
+
+def _saved_replies(data_dir: Path) -> list[tuple[str, int]]:
+    # After a clean close SQLite has checkpointed and removed the write-ahead log.
+    assert not (data_dir / "mnemo.db-wal").exists(), "the database was not closed cleanly"
+    with contextlib.closing(sqlite3.connect(data_dir / "mnemo.db")) as db:
+        return db.execute(
+            "SELECT content, incomplete FROM turns WHERE role = 'assistant' ORDER BY id"
+        ).fetchall()
+
+
+@pytest.mark.parametrize(
+    "grace_s,chunks,finished",
+    [
+        (8.0, 20, True),  # about 3 s of reply left: it finishes and is saved whole
+        (1.0, 60, False),  # about 9 s left: after the grace period it is saved as incomplete
+    ],
+)
+def test_sigterm_lets_the_reply_finish_or_saves_it_incomplete(
+    context, fake, tmp_path, grace_s, chunks, finished
+):
+    app_server = AppServer(tmp_path / "data", fake.url, tmp_path / "app.log")
+    app_server.env["MNEMO_SHUTDOWN_GRACE"] = str(grace_s)
+    app_server.start()
+    try:
+        page = open_app(context, app_server)
+        fake.reply(*[f"word{i} " for i in range(chunks)], chunk_delay=0.15)
+        box = page.locator("#chat-input textarea")
+        box.fill("Count for me")
+        box.press("Enter")
+        expect(bot_messages(page).last).to_contain_text("word2")
+        status, took = _stop_with_sigterm(app_server)
+    finally:
+        app_server.stop()
+    log = app_server.log()
+    assert status == 0, log[-3000:]
+    assert took < grace_s + 5, f"took {took:.1f} s to stop"
+    assert "Traceback" not in log, log[-3000:]
+    [(reply, incomplete)] = _saved_replies(tmp_path / "data")
+    assert "word2" in reply
+    if finished:
+        assert f"word{chunks - 1}" in reply and incomplete == 0
+        assert "1 streaming reply finished, 0 saved as incomplete" in log
+    else:
+        assert f"word{chunks - 1}" not in reply and incomplete == 1
+        assert "0 streaming replies finished, 1 saved as incomplete" in log
 
 
 def test_restart_keeps_everything(context, server, fake):

@@ -164,6 +164,7 @@ async def stream_reply(
         yield skipped(TurnView)._replace(turn_done=True)
         return
     with user_errors("send your message"):
+        rt.accept_turn()  # refused while the app shuts down, before a new chat is saved
         facade = await rt.conversations()
         if not conversation_id:
             conversation = await facade.create(owner, persona_id=persona_id)
@@ -220,6 +221,7 @@ async def stream_retry(
         yield skipped(TurnView)._replace(turn_done=True)
         return
     with user_errors("retry"):
+        rt.accept_turn()
         facade = await rt.conversations()
     async for view in _stream(
         rt, owner, conversation_id, plain_chat(chat), facade.retry(owner, conversation_id), "retry"
