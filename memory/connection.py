@@ -3,11 +3,21 @@
 Every aiosqlite call is a hop to the connection's thread and back; `read_one()` exists so a
 single-statement read costs one hop, not three (BEGIN, the query, COMMIT). sqlite3 errors are
 wrapped in `StorageUnavailable` here, with advice on what to do.
+
+Checkpoints run on a third connection, in the background. By default SQLite checkpoints inside
+the COMMIT that pushes the WAL past 1,000 pages: that commit copies ~4 MB into the database
+file and fsyncs it, which made one summarization commit in a hundred take 100-140 ms instead of
+~5 (bench/summarization.py). So the writer never checkpoints (`wal_autocheckpoint = 0`); after a
+commit, when none is running, a PASSIVE checkpoint starts on the checkpointer connection's own
+thread. PASSIVE never blocks the writer or the reader, and the WAL stays small because one
+follows every burst of commits. If the checkpointer cannot be opened, the writer keeps
+SQLite's automatic checkpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -19,6 +29,8 @@ from .errors import StorageUnavailable
 from .migrations import migrate
 from .recall import RECALL_TEXT_FUNCTION, bigram_text, conversation_key, owner_key, recall_text
 from .sql import INDEX_TURN_TRIGGER
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
 
@@ -88,14 +100,25 @@ async def index_turns(db: aiosqlite.Connection) -> None:
 
 
 class Connections:
-    """The writer and the reader of one database file, each behind its own asyncio lock."""
+    """The writer and the reader of one database file, each behind its own asyncio lock, and
+    the connection that checkpoints the WAL in the background (see the module docstring)."""
 
-    def __init__(self, writer: aiosqlite.Connection, reader: aiosqlite.Connection, path: Path):
+    def __init__(
+        self,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        path: Path,
+        checkpointer: aiosqlite.Connection | None = None,
+    ):
         self.writer = writer
         self.reader = reader
         self.path = path
+        self.checkpointer = checkpointer
         self._write_lock = asyncio.Lock()
         self._read_lock = asyncio.Lock()
+        self._checkpoint: asyncio.Task[None] | None = None
+        self._checkpoint_again = False
+        self.checkpoints = 0  # completed background checkpoints (tests, benchmarks)
         self.closed = False
 
     @classmethod
@@ -114,16 +137,58 @@ class Connections:
                     with suppress(Exception):
                         await conn.close()
             raise unavailable(exc, path) from exc
-        return cls(writer, reader, path)
+        checkpointer = None
+        try:
+            checkpointer = await connect(path)
+            await writer.execute("PRAGMA wal_autocheckpoint = 0")
+        except (sqlite3.Error, OSError):
+            log.warning("no background checkpointer for %s; SQLite checkpoints in commits", path)
+            if checkpointer is not None:
+                with suppress(Exception):
+                    await checkpointer.close()
+            checkpointer = None
+        return cls(writer, reader, path, checkpointer)
 
     async def close(self) -> None:
         if self.closed:
             return
         self.closed = True
+        if self._checkpoint is not None:
+            with suppress(Exception):
+                await self._checkpoint
         async with self._write_lock, self._read_lock:
-            for conn in (self.writer, self.reader):
-                with suppress(Exception):
-                    await conn.close()
+            # The checkpointer first: the last connection to close checkpoints the whole WAL
+            # and deletes it, and that should be the writer, which knows no reader is left.
+            for conn in (self.checkpointer, self.reader, self.writer):
+                if conn is not None:
+                    with suppress(Exception):
+                        await conn.close()
+
+    async def checkpointed(self) -> None:
+        """Wait for the background checkpoint running now, if any (tests, benchmarks)."""
+        while self._checkpoint is not None and not self._checkpoint.done():
+            await asyncio.wait({self._checkpoint})
+
+    def _committed(self) -> None:
+        """After a commit: start a background checkpoint, or ask the running one to repeat."""
+        if self.checkpointer is None or self.closed:
+            return
+        if self._checkpoint is not None and not self._checkpoint.done():
+            self._checkpoint_again = True
+            return
+        self._checkpoint = asyncio.get_running_loop().create_task(self._checkpoint_wal())
+
+    async def _checkpoint_wal(self) -> None:
+        assert self.checkpointer is not None
+        try:
+            while True:
+                self._checkpoint_again = False
+                await self.checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                self.checkpoints += 1
+                if not self._checkpoint_again or self.closed:
+                    return
+        except sqlite3.Error as exc:  # the next commit tries again; the WAL only grows
+            log.warning("background checkpoint of %s failed: %s", self.path, exc)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -153,6 +218,7 @@ class Connections:
                 with suppress(sqlite3.Error, ValueError):
                     await db.execute("ROLLBACK")
                 raise unavailable(exc, self.path) from exc
+        self._committed()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[aiosqlite.Connection]:

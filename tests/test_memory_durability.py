@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -41,7 +42,7 @@ async def test_sigkill_in_a_loop_loses_no_acknowledged_message(tmp_path):
         assert await proc.wait() == -signal.SIGKILL
         acknowledged += [line for line in out.decode().splitlines() if line.startswith("run ")]
 
-        with sqlite3.connect(tmp_path / "mnemo.db") as db:
+        with contextlib.closing(sqlite3.connect(tmp_path / "mnemo.db")) as db:
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
             assert db.execute("PRAGMA foreign_key_check").fetchall() == []
 
@@ -63,3 +64,23 @@ async def test_sigkill_in_a_loop_loses_no_acknowledged_message(tmp_path):
         assert any(t.is_summary for t in transcript)
     finally:
         await store.close()
+
+
+async def test_commits_leave_checkpoints_to_the_background(tmp_path):
+    """A commit that checkpoints copies the WAL into the database and fsyncs it: 100+ ms on a
+    busy disk (bench/summarization.py). The writer never does; a third connection does, after
+    commits, so the WAL is still checkpointed and stays small."""
+    async with await ConversationStore.open(tmp_path) as store:
+        connections = store._db
+        [[auto]] = await connections.writer.execute_fetchall("PRAGMA wal_autocheckpoint")
+        assert auto == 0
+        conversation = await store.create_conversation("ana")
+        for i in range(60):  # ~300 KB of text and its two indexes: past a few hundred pages
+            await store.append("ana", conversation.id, "user", f"message {i} " + "lorem " * 800)
+        await connections.checkpointed()
+        assert connections.checkpoints > 0
+        with contextlib.closing(sqlite3.connect(tmp_path / "mnemo.db")) as db:
+            busy, wal_frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert busy == 0 and copied == wal_frames  # nothing was left to copy
+        await store.append("ana", conversation.id, "user", "still writing after a checkpoint")
+    assert not (tmp_path / "mnemo.db-wal").exists()  # closed cleanly: the WAL was removed
