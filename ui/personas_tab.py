@@ -195,6 +195,12 @@ def render() -> PersonasTab:
             revert_btn = gr.Button("Revert to built-in", size="sm", elem_id="revert-btn")
     with gr.Row():
         with gr.Column(scale=3):
+            # Known flaw, left as is: an apostrophe ("user's", "won't") colours the rest of its
+            # line as a string. gr.Code highlights YAML with CodeMirror's legacy yaml mode, which
+            # opens a string at any quote character, and Gradio 6.31 cannot be told otherwise:
+            # `language` is a fixed list and there is no grammar, mode or extension parameter.
+            # Plain text (language=None) would lose key, comment and list colouring for all.
+            # tests/test_app_views.py fails when Gradio changes this; then look again.
             yaml_text = gr.Code(
                 language="yaml",
                 label="YAML",
