@@ -3,6 +3,7 @@ real google-genai client talking to the local fake Gemini server. No browser her
 
 from __future__ import annotations
 
+import html
 import warnings
 
 import gradio as gr
@@ -217,7 +218,10 @@ async def test_a_model_error_is_shown_and_the_message_kept(rt, fake):
     fake.error(429, "Resource has been exhausted")
     with pytest.warns(UserWarning) as toast:  # gr.Warning outside a running app
         final = (await send(rt, OWNER, None, "Hello?"))[-1]
-    message = next(str(w.message) for w in toast if w.category is UserWarning)
+    shown_toast = next(str(w.message) for w in toast if w.category is UserWarning)
+    head = '<strong class="notice-title">The assistant could not answer</strong><br>'
+    assert shown_toast.startswith(head)  # titled by the app, not Gradio's "Warning"
+    message = html.unescape(shown_toast.removeprefix(head))
     assert "429" in message and "retry" in message.lower()
     role, shown = texts(final.chat)[-1]
     assert role == "assistant" and shown.startswith("⚠️ **Not answered.**") and message in shown

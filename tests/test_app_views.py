@@ -234,3 +234,54 @@ def test_the_yaml_editor_cannot_be_told_an_apostrophe_is_not_a_quote():
     # Any ' or " (not only one that opens a value) starts a string running to its closing
     # quote or the end of the line.
     assert "t.match(/^('([^']|\\\\.)*'?|\"([^\"]|\\\\.)*\"?)/)" in mode
+
+
+@pytest.mark.parametrize(
+    "typed,shown",
+    [
+        ("before <script>alert(1)</script> after", "before &lt;script>alert(1)&lt;/script> after"),
+        ("<b>bold</b> <img src=x>", "&lt;b>bold&lt;/b> &lt;img src=x>"),
+        ("<!-- hidden --> <?php ?>", "&lt;!-- hidden --> &lt;?php ?>"),
+        ("a < b, R&D, 3<4", "a < b, R&D, 3<4"),  # not a tag: left as typed
+        ("**bold** and _it_", "**bold** and _it_"),  # Markdown still formats
+        ("`<div>` inline", "`<div>` inline"),  # code shows literally already
+        ("```html\n<div>\n```\n<p>", "```html\n<div>\n```\n&lt;p>"),
+        ("```py\nx = '<still streaming'", "```py\nx = '<still streaming'"),  # open fence
+    ],
+)
+def test_chat_messages_show_html_as_typed(typed, shown):
+    assert views.message_markdown(typed) == shown
+
+
+@pytest.mark.parametrize(
+    "typed,shown",
+    [
+        ("<b>Bold</b>", "&lt;b&gt;Bold&lt;/b&gt;"),
+        ("*star* _u_ `c` [l](u) #h", r"\*star\* \_u\_ \`c\` \[l\]\(u\) \#h"),
+        ("R&D 1. x", r"R&amp;D 1\. x"),
+    ],
+)
+def test_user_text_in_markdown_shows_as_typed(typed, shown):
+    assert views.plain_markdown(typed) == shown
+
+
+def test_notices_escape_user_text_and_carry_the_apps_title():
+    from ui import notices
+
+    assert notices.toast_html("Renamed to “<b>x</b>”.", "Renamed") == (
+        '<strong class="notice-title">Renamed</strong><br>Renamed to “&lt;b&gt;x&lt;/b&gt;”.'
+    )
+
+
+@pytest.mark.parametrize(
+    "avatar,shown",
+    [
+        ("🦉", "🦉"),
+        ("👩🏽‍💻", "👩🏽‍💻"),
+        ("The Great Owl of the North", "The…"),
+        (None, "💬"),
+        ("  ", "💬"),
+    ],
+)
+def test_long_avatars_are_clipped(avatar, shown):
+    assert views.clip_avatar(avatar) == shown

@@ -496,6 +496,106 @@ def test_screenshot_of_the_main_screen(context, server, fake):
     assert out.stat().st_size > 20_000
 
 
+MARKUP = "<b>Bold</b> *star* <img src=x> <i>it</i>"
+
+
+def newest_toast(page):
+    return page.locator("[data-testid=toast-body]").last
+
+
+def no_markup_inside(locator) -> None:
+    """None of MARKUP's tags (nor Markdown's) became elements."""
+    for tag in ("b", "img", "i", "em", "script"):
+        assert locator.locator(tag).count() == 0, tag
+
+
+def test_user_text_in_notices_and_status_lines_shows_as_typed(context, server):
+    page = open_app(context, server)
+    send(page, "Markup test", remembered=2)
+    page.locator("#manage").get_by_text("Rename · memory · delete").click()
+    page.locator("#rename-box input").fill(MARKUP)
+    page.locator("#rename-btn").click()
+    toast = newest_toast(page)
+    expect(toast).to_contain_text(f"Renamed to “{MARKUP}”.")
+    no_markup_inside(toast)
+    expect(sidebar_items(page).first).to_contain_text("<b>Bold</b>")
+
+    page.locator("#delete-btn").click()
+    confirm = page.locator("#delete-confirm-text")
+    expect(confirm).to_contain_text(f"Delete {MARKUP}? Its messages")
+    no_markup_inside(confirm)
+    page.locator("#delete-no").click()
+
+    open_persona_tab(page)
+    replace_yaml(page, f"id: owl\ndisplay_name: '{MARKUP}'\nrole_description: A wise owl.\n")
+    page.locator("#validate-btn").click()
+    status = page.locator("#persona-status")
+    expect(status).to_contain_text(f"Valid: {MARKUP} (owl)")
+    no_markup_inside(status)
+    page.locator("#save-btn").click()
+    expect(newest_toast(page)).to_contain_text(f"Saved {MARKUP} v1")
+    no_markup_inside(newest_toast(page))
+
+
+def test_a_script_tag_in_a_message_shows_in_full(context, server):
+    page = open_app(context, server)
+    typed = "before <script>alert(1)</script> after <b>x</b> and `<code>`"
+    send(page, typed, remembered=2)
+    for _ in range(2):  # as it streamed, then as stored after a reload
+        expect(user_messages(page).last).to_contain_text(typed.replace("`", ""))
+        expect(bot_messages(page).last).to_contain_text("You said: " + typed.replace("`", ""))
+        no_markup_inside(page.locator("#chat"))
+        page.reload()
+        expect(badge(page)).to_contain_text("Remembering 2 messages")
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return not (
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
+
+
+def test_notices_are_titled_short_lived_one_at_a_time_and_clear_of_reset(context, server):
+    page = open_app(context, server)
+    page.locator("#reset-btn").click()  # a new chat: nothing to forget
+    page.locator("#manage").get_by_text("Rename · memory · delete").click()
+    page.locator("#delete-btn").click()  # not saved yet: nothing to delete
+    toast = newest_toast(page)
+    expect(toast).to_contain_text("Nothing deleted")
+    expect(page.locator("[data-testid=toast-body]:visible")).to_have_count(1)
+    expect(page.locator(".toast-message-item:visible")).to_have_count(1)
+    # Gradio heads every toast with its level ("Info"); app.css shows "Mnemo" there instead.
+    heading = page.evaluate(
+        "() => { const t = document.querySelector('[data-testid=toast-body] .toast-title');"
+        " return [getComputedStyle(t).fontSize, getComputedStyle(t, '::after').content]; }"
+    )
+    assert heading == ["0px", '"Mnemo"']
+    page.wait_for_timeout(600)  # the toast slides in from the right
+    box = toast.bounding_box()
+    for control in ("#reset-btn", "#chat-input button.submit-button"):
+        other = page.locator(control).bounding_box()
+        assert box and other and not _overlap(box, other), control
+    expect(page.locator("[data-testid=toast-body]")).to_have_count(0, timeout=8_000)
+
+
+def test_no_raw_queue_status_while_searching(context, server):
+    page = open_app(context, server)
+    send(page, "Kaohsiung harbour", remembered=2)
+    search = page.locator("#search-box input")
+    trackers = page.locator("[data-testid=status-tracker]:visible")
+    noise = re.compile(r"queue:|\d\.\ds")
+    for text in ("k", "ka", "kao", "kaoh", "zz", "kaohsiung"):
+        search.fill(text)
+        for _ in range(5):
+            assert trackers.count() == 0
+            assert not noise.search(page.locator("#sidebar").inner_text())
+            page.wait_for_timeout(30)
+    expect(page.locator("#search-results .gallery-item")).to_have_count(1)
+
+
 def _stop_with_sigterm(app_server: AppServer) -> tuple[int, float]:
     """SIGTERM the app; (exit status, seconds it took to exit)."""
     assert app_server.proc is not None

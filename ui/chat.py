@@ -19,7 +19,7 @@ from assistant.chat import Cleared, Delta, Done
 from assistant.conversations import Conversations
 from assistant.errors import InvalidMessage, UserError
 from assistant.runtime import Runtime
-from ui import views
+from ui import notices, views
 from ui.errors import user_errors
 from ui.page import (
     QUIET,
@@ -63,7 +63,7 @@ def accept_message(text: str, chat: list[dict[str, Any]] | None) -> Accepted:
     except InvalidMessage as exc:
         notice = gr.update(value="⚠️ " + exc.message, visible=True)
         return Accepted(gr.skip(), gr.skip(), "", notice, True)
-    chat = [*(chat or []), {"role": "user", "content": text}]
+    chat = [*(chat or []), {"role": "user", "content": views.message_markdown(text)}]
     box = gr.update(value="", submit_btn=False, stop_btn=True)
     return Accepted(box, chat, text, gr.update(visible=False), False)
 
@@ -122,7 +122,7 @@ async def _stream(
         async for event in events:
             if isinstance(event, Delta):
                 reply += event.text
-                chat[-1] = {"role": "assistant", "content": reply}
+                chat[-1] = {"role": "assistant", "content": views.message_markdown(reply)}
                 yield skipped(TurnView)._replace(
                     conversation_id=conversation_id, chat=chat, turn_done=False
                 )
@@ -140,12 +140,12 @@ async def _stream(
     extra = None
     if cleared is not None:
         extra = views.reset_note(cleared)
-        gr.Info(extra)
+        notices.info(extra, title="Memory cleared")
     elif failure is not None:
         extra = f"⚠️ **Not answered.** {failure.message}"
-        gr.Warning(failure.message, title=failure.title or "The assistant could not answer")
+        notices.warning(failure.message, title=failure.title or "The assistant could not answer")
     elif notice:
-        gr.Info(notice)
+        notices.info(notice, title="Reply incomplete")
     if extra:
         view = view._replace(chat=[*view.chat, {"role": "assistant", "content": extra}])
     yield TurnView(*view, turn_done=True)
@@ -249,7 +249,10 @@ async def change_persona(
             facade = await rt.conversations()
             change = await facade.set_persona(owner, conversation_id, persona_id)
             if change.changed:
-                gr.Info(f"{change.persona.display_name} answers from your next message.")
+                notices.info(
+                    f"{change.persona.display_name} answers from your next message.",
+                    title="Persona changed",
+                )
         return await render_chat(rt, owner, conversation_id, persona_id)
 
 

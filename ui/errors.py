@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import gradio as gr
 
 from assistant.errors import UserError
+from ui import notices
 
 log = logging.getLogger("mnemo.app")
 
@@ -24,10 +25,10 @@ def user_errors(action: str) -> Iterator[None]:
     except gr.Error:
         raise
     except UserError as exc:
-        raise gr.Error(exc.message, title=exc.title or f"Could not {action}") from exc
+        raise notices.error(exc.message, title=exc.title or f"Could not {action}") from exc
     except Exception as exc:
         log.exception("unexpected error while trying to %s", action)
-        raise gr.Error(
+        raise notices.error(
             f"Something unexpected went wrong while trying to {action}. Try again; if it "
             "keeps happening, the server log has the details.",
             title="Unexpected error",

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from assistant.runtime import Runtime
-from ui import views
+from ui import notices, views
 from ui.errors import user_errors
 from ui.page import QUIET, ChatView, Page, outputs, render_chat
 
@@ -35,11 +35,11 @@ async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> 
     """The Reset button: forget this conversation and say what was cleared."""
     with user_errors("reset the memory"):
         if not conversation_id:
-            gr.Info("Nothing to forget yet: this chat is new.")
+            notices.info("Nothing to forget yet: this chat is new.", title="Nothing to forget")
             return await render_chat(rt, owner, None)
         result = await (await rt.conversations()).reset(owner, conversation_id)
         note = views.reset_note(result)
-        gr.Info(note)
+        notices.info(note, title="Memory cleared")
         view = await render_chat(rt, owner, conversation_id)
         return view._replace(chat=[*view.chat, {"role": "assistant", "content": note}])
 

@@ -15,7 +15,7 @@ import gradio as gr
 
 from assistant.badge import badge_text
 from assistant.runtime import Runtime
-from ui import views
+from ui import notices, views
 from ui.errors import user_errors
 
 # No progress overlays: replies stream visibly, other events are quick, and with
@@ -124,7 +124,10 @@ async def render_chat(
     choices, avatars = await persona_choices(rt, owner)
     opened = await facade.open(owner, conversation_id, persona_id=persona_id)
     if opened.state == "missing":
-        gr.Warning("That conversation no longer exists; showing a new chat instead.")
+        notices.warning(
+            "That conversation no longer exists; showing a new chat instead.",
+            title="Conversation not found",
+        )
         conversation_id = None
     conversation = opened.conversation
     if conversation is not None:

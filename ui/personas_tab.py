@@ -17,7 +17,7 @@ import gradio as gr
 from assistant.conversations import FORM_FIELDS, Conversations
 from assistant.errors import InvalidPersonaYaml
 from assistant.runtime import Runtime
-from ui import views
+from ui import notices, views
 from ui.errors import user_errors
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
 
@@ -58,7 +58,7 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
         if doc.disk_error:
             status += (
                 "\n\n⚠️ The built-in file on disk is broken; the last good version is used:"
-                f"\n\n{doc.disk_error}"
+                f"\n\n{views.plain_markdown(doc.disk_error)}"
             )
         return EditorView(
             picker=gr.update(choices=choices, value=current.id),
@@ -100,7 +100,8 @@ def validate_persona(yaml_text: str) -> str:
         draft = Conversations.validate_persona(yaml_text)
     except InvalidPersonaYaml as exc:
         return views.problems_markdown(exc.problems)
-    return f"✅ Valid: **{draft.display_name}** (`{draft.id}`). Save to use it."
+    name = views.plain_markdown(draft.display_name)
+    return f"✅ Valid: **{name}** (`{draft.id}`). Save to use it."
 
 
 async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
@@ -110,10 +111,16 @@ async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
         try:
             saved = await facade.save_persona(owner, yaml_text)
         except InvalidPersonaYaml as exc:
-            gr.Warning("The persona was not saved: fix the problems listed under the editor.")
+            notices.warning(
+                "The persona was not saved: fix the problems listed under the editor.",
+                title="Persona not saved",
+            )
             problems = views.problems_markdown(exc.problems, saved=False)
             return skipped(EditorView)._replace(status=problems)
-        gr.Info(f"Saved {saved.display_name} v{saved.version}: used from the next message.")
+        notices.info(
+            f"Saved {saved.display_name} v{saved.version}: used from the next message.",
+            title="Persona saved",
+        )
         view = await show_editor(rt, owner, saved.id)
         return view._replace(
             status=f"✅ Saved as **v{saved.version}**; used from the next message."
@@ -123,17 +130,21 @@ async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
 async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: int | None) -> Any:
     with user_errors("roll back the persona"):
         if version is None:
-            raise gr.Error("Pick a version in the list first.")
+            raise notices.error("Pick a version in the list first.", title="No version picked")
         facade = await rt.conversations()
         restored = await facade.rollback_persona(owner, persona_id, int(version))
-        gr.Info(f"{restored.display_name} is back to v{restored.version}.")
+        notices.info(
+            f"{restored.display_name} is back to v{restored.version}.", title="Version restored"
+        )
         return await show_editor(rt, owner, persona_id)
 
 
 async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> Any:
     with user_errors("revert the persona"):
         restored = await (await rt.conversations()).revert_persona(owner, persona_id)
-        gr.Info(f"{restored.display_name} is back to its built-in version.")
+        notices.info(
+            f"{restored.display_name} is back to its built-in version.", title="Built-in restored"
+        )
         return await show_editor(rt, owner, persona_id)
 
 

@@ -17,7 +17,7 @@ import gradio as gr
 from assistant.conversations import SEARCH_CHARS
 from assistant.local import LocalModel
 from assistant.runtime import Runtime
-from ui import tokens, views
+from ui import notices, tokens, views
 from ui.errors import user_errors
 from ui.page import (
     QUIET,
@@ -53,11 +53,14 @@ async def rename_conversation(
     with user_errors("rename the conversation"):
         title = (title or "").strip()
         if not conversation_id:
-            raise gr.Error("Send a first message before renaming: new chats are saved then.")
+            raise notices.error(
+                "Send a first message before renaming: new chats are saved then.",
+                title="Nothing to rename yet",
+            )
         if not title:
-            raise gr.Error("Type a new name in the box first.")
+            raise notices.error("Type a new name in the box first.", title="No name given")
         await (await rt.conversations()).rename(owner, conversation_id, title)
-        gr.Info(f"Renamed to “{title}”.")
+        notices.info(f"Renamed to “{title}”.", title="Renamed")
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -87,13 +90,16 @@ async def ask_delete(rt: Runtime, owner: str, conversation_id: str | None) -> De
     """Show the confirmation row for deleting the current conversation."""
     with user_errors("delete the conversation"):
         if not conversation_id:
-            gr.Info("Nothing to delete: this chat has not been saved yet.")
+            notices.info(
+                "Nothing to delete: this chat has not been saved yet.", title="Nothing deleted"
+            )
             return DeleteConfirm(confirm_row=gr.update(visible=False), confirm_text="")
         conversation = await (await rt.conversations()).get(owner, conversation_id)
         title = conversation.title or "this conversation"
         return DeleteConfirm(
             confirm_row=gr.update(visible=True),
-            confirm_text=f"Delete **{title}**? Its messages and memory are removed for good.",
+            confirm_text=f"Delete **{views.plain_markdown(title)}**? Its messages and memory are "
+            "removed for good.",
         )
 
 
@@ -106,7 +112,7 @@ async def confirm_delete(rt: Runtime, owner: str, conversation_id: str | None) -
     with user_errors("delete the conversation"):
         if conversation_id:
             await (await rt.conversations()).delete(owner, conversation_id)
-            gr.Info("Conversation deleted.")
+            notices.info("Conversation deleted.", title="Deleted")
         view = await open_latest(rt, owner)
         return DeletedView(*view, confirm_row=gr.update(visible=False))
 

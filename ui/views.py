@@ -17,6 +17,7 @@ from typing import Any
 from assistant.badge import compact_number
 
 TITLE_CHARS = 24
+AVATAR_CHARS = 4  # 👩🏽‍💻 is 4 code points; a word is clipped to 3 letters and "…"
 # How long a conversation is kept: (label, minutes idle; 0 = until deleted).
 RETENTION_CHOICES = [
     ("Keep until I delete it", 0),
@@ -29,6 +30,48 @@ SEARCH_ROWS = 20  # conversations a sidebar search lists
 # The store wraps matches in these; control characters, so no message text can fake one.
 SEARCH_MARK = ("\x02", "\x03")
 _MARKED = re.compile("\x02([^\x02\x03]*)\x03")
+
+
+# ---- user text shown as typed --------------------------------------------------------------
+
+# Code, where Markdown shows text literally: fenced blocks (closed, or open to the end while a
+# reply streams) and inline code spans.
+_CODE = re.compile(
+    r"^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^(?P=fence)[ \t]*$|\Z)"
+    r"|(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)",
+    re.S | re.M,
+)
+# What starts an HTML tag, comment or declaration; "a < b" is left alone.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+
+
+def message_markdown(text: str) -> str:
+    """A chat message (the user's or the model's) for the Chatbot, which renders Markdown and
+    then strips unsafe HTML: `<script>…</script>` vanished from the bubble with everything in
+    it. Outside code, every `<` that would open a tag becomes `&lt;`, so the text shows exactly
+    as typed and no HTML is ever rendered; Markdown formatting and code blocks still work."""
+    out, pos = [], 0
+    for code in _CODE.finditer(text):
+        out.append(_TAG_START.sub("&lt;", text[pos : code.start()]))
+        out.append(code.group())
+        pos = code.end()
+    out.append(_TAG_START.sub("&lt;", text[pos:]))
+    return "".join(out)
+
+
+def plain_markdown(text: str) -> str:
+    """User text (a title, a persona's name, a problem quoting YAML) inside a Markdown
+    component, shown as typed: Markdown punctuation backslash-escaped, HTML escaped."""
+    escaped = _MD_PUNCT.sub(r"\\\1", text)
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip_avatar(avatar: str | None) -> str:
+    """An avatar as the sidebar, search results and pickers show it: a few characters at most
+    (one emoji, even a combined one), so a long avatar cannot push the title out of its row."""
+    text = " ".join((avatar or "").split()) or "💬"
+    return text if len(text) <= AVATAR_CHARS else text[: AVATAR_CHARS - 1] + "…"
 
 
 def message_text(content: Any) -> str:
@@ -68,11 +111,11 @@ def chat_messages(
             {"role": "assistant", "content": f"_… {hidden:,} earlier {noun} not shown here._"}
         )
     elif greeting:
-        messages.append({"role": "assistant", "content": greeting})
+        messages.append({"role": "assistant", "content": message_markdown(greeting)})
     for turn in turns:
         if getattr(turn, "is_summary", False) or turn.role not in ("user", "assistant"):
             continue
-        content = turn.content
+        content = message_markdown(turn.content)
         if turn.role == "assistant" and getattr(turn, "incomplete", False):
             content = f"{content}\n\n{STOPPED_NOTE}" if content else STOPPED_NOTE
         messages.append({"role": turn.role, "content": content})
@@ -113,7 +156,8 @@ def conversation_choices(
 ) -> list[tuple[str, str]]:
     """(label, id) pairs for the sidebar list, in the order given (newest activity first)."""
     return [
-        (conversation_label(c, avatars.get(c.persona_id, "💬"), now), c.id) for c in conversations
+        (conversation_label(c, clip_avatar(avatars.get(c.persona_id)), now), c.id)
+        for c in conversations
     ]
 
 
@@ -204,7 +248,7 @@ def reset_note(result: Any) -> str:
 
 
 def persona_label(persona: Any) -> str:
-    return f"{persona.avatar or '💬'} {persona.display_name}"
+    return f"{clip_avatar(persona.avatar)} {persona.display_name}"
 
 
 def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str:
@@ -214,7 +258,7 @@ def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str
         if saved is False
         else "❌ **The YAML has problems:**"
     )
-    items = "\n".join(f"- {p}" for p in problems)
+    items = "\n".join(f"- {plain_markdown(p)}" for p in problems)
     return f"{head}\n\n{items}"
 
 
@@ -235,7 +279,7 @@ def search_result(result: Any, now: float | None = None) -> str:
     conversation, hits, persona = result.conversation, result.hits, result.persona
     avatar = (persona.avatar if persona else None) or "💬"
     title = marked_html(result.title) if result.title else "New chat"
-    parts = [f'<div class="hit-title">{html.escape(avatar)} {title}</div>']
+    parts = [f'<div class="hit-title">{html.escape(clip_avatar(avatar))} {title}</div>']
     if hits:
         assistant_name = persona.display_name if persona else "Assistant"
         who = {"user": "You", "assistant": assistant_name, "summary": "Summary"}
