@@ -50,3 +50,8 @@ async def test_a_bad_name_is_refused_and_nothing_made(rt, name, message):
 async def test_revoke_without_a_pick_says_so(rt):
     with pytest.raises(gr.Error, match="Pick the token"):
         await panel.revoke_token(rt, "ana", None)
+
+
+async def test_a_token_name_with_markup_shows_as_typed(rt):
+    _, listing, _, _ = await panel.create_token(rt, "ana", "<b>bot</b> | *x*")
+    assert r"| &lt;b&gt;bot&lt;/b&gt; \| \*x\* | `…" in listing  # no bold, table intact

@@ -8,7 +8,6 @@ directly. Everything goes through the `Conversations` facade.
 
 from __future__ import annotations
 
-import html
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -17,6 +16,7 @@ import gradio as gr
 from assistant.errors import UserError
 from assistant.runtime import Runtime
 
+from . import notices, views
 from .page import QUIET, Page
 from .views import relative_time
 
@@ -44,7 +44,7 @@ def tokens_markdown(tokens: list[Any], now: float | None = None) -> str:
         return NO_TOKENS
     rows = ["| name | ends in | created | last used |", "|---|---|---|---|"]
     for t in tokens:
-        name = html.escape(t.name)
+        name = views.plain_markdown(t.name)  # escapes "|" too: the table stays a table
         if not t.active:
             name = f"~~{name}~~ (revoked)"
         used = relative_time(t.last_used_at, now) if t.last_used_at else "never"
@@ -62,7 +62,7 @@ async def _listing(rt: Runtime, owner: str) -> tuple[str, Any]:
 
 
 def _refused(exc: UserError, action: str) -> gr.Error:
-    return gr.Error(exc.message, title=exc.title or f"Could not {action}")
+    return notices.error(exc.message, title=exc.title or f"Could not {action}")
 
 
 async def show_tokens(rt: Runtime, owner: str) -> tuple[str, Any]:
@@ -87,13 +87,13 @@ async def create_token(rt: Runtime, owner: str, name: str) -> tuple[Any, str, An
 async def revoke_token(rt: Runtime, owner: str, token_id: str | None) -> tuple[Any, str, Any]:
     """Revoke the picked token at once. Returns (secret box, list, picker)."""
     if not token_id:
-        raise gr.Error("Pick the token to revoke first.", title="Nothing revoked")
+        raise notices.error("Pick the token to revoke first.", title="Nothing revoked")
     try:
         revoked = await (await rt.conversations()).revoke_token(owner, token_id)
         listing, choices = await _listing(rt, owner)
     except UserError as exc:
         raise _refused(exc, "revoke the API token") from exc
-    gr.Info(f"Token “{revoked.name}” revoked: it stops working now.")
+    notices.info(f"Token “{revoked.name}” revoked: it stops working now.", title="Token revoked")
     return hide_secret(), listing, choices
 
 
