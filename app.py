@@ -88,6 +88,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         loaded = demo.load(identify, [browser_id], [owner, browser_id], queue=False, **QUIET).then(
             partial(open_latest, rt), [owner], outputs(ChatView, page), **QUIET
         )
+        demo.load(None, js=sidebar.CLOSE_ON_NARROW_SCREENS, **QUIET)
         sidebar.wire(rt, page, side)
         chat.wire(rt, page, pane)
         memory_badge.wire(rt, page)

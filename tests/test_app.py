@@ -450,3 +450,18 @@ async def test_a_long_conversation_shows_its_latest_messages(rt, fake, monkeypat
         ("user", "three"),
         ("assistant", "You said: three"),
     ]
+
+
+async def test_folded_messages_are_marked_in_the_chat(rt):
+    """Issue 15, item 8: messages a summary replaced looked like live ones."""
+    store = await rt.store()
+    conversation = await store.create_conversation(OWNER)
+    for i in range(101):  # the default policy folds all but the newest 20 at 101
+        role = "user" if i % 2 == 0 else "assistant"
+        await store.append(OWNER, conversation.id, role, f"message number {i}")
+    assert await store.summarize_if_needed(OWNER, conversation.id)
+    view = await sidebar.switch_conversation(rt, OWNER, conversation.id)
+    shown = [content for _role, content in texts(view.chat)]
+    note = shown.index(views.folded_note(81))
+    assert shown[note - 1] == "message number 80" and shown[note + 1] == "message number 81"
+    assert shown[-1] == "message number 100" and shown.count(views.folded_note(81)) == 1

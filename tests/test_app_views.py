@@ -285,3 +285,15 @@ def test_notices_escape_user_text_and_carry_the_apps_title():
 )
 def test_long_avatars_are_clipped(avatar, shown):
     assert views.clip_avatar(avatar) == shown
+
+
+def test_the_note_after_folded_messages():
+    def turn(i, compacted):
+        return Turn(i, "c", "user", f"m{i}", NOW, compacted=compacted)
+
+    shown = views.chat_messages([turn(1, True), turn(2, True), turn(3, False)], "Hi")
+    assert [m["content"] for m in shown] == ["Hi", "m1", "m2", views.folded_note(2), "m3"]
+    assert "not word for word" in views.folded_note(2)
+    everything_folded = views.chat_messages([turn(1, True)], "Hi")
+    assert everything_folded[-1]["content"] == views.folded_note(1)
+    assert views.chat_messages([turn(1, False)], "Hi")[-1]["content"] == "m1"

@@ -596,6 +596,55 @@ def test_no_raw_queue_status_while_searching(context, server):
     expect(page.locator("#search-results .gallery-item")).to_have_count(1)
 
 
+def test_on_a_phone_the_sidebar_starts_closed(browser, server):
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
+    try:
+        page = open_app(phone, server)
+        expect(page.locator("#sidebar")).not_to_have_class(re.compile(r"\bopen\b"))
+        send(page, "Typed on a phone", remembered=2)  # the box is reachable: nothing covers it
+        page.locator("#sidebar .toggle-button").click()
+        expect(page.locator("#sidebar")).to_have_class(re.compile(r"\bopen\b"))
+        expect(sidebar_items(page).first).to_contain_text("Typed on a phone")
+    finally:
+        phone.close()
+
+
+def test_on_a_desktop_the_sidebar_starts_open(context, server):
+    page = open_app(context, server)
+    expect(page.locator("#sidebar")).to_have_class(re.compile(r"\bopen\b"))
+
+
+def test_the_inspector_comes_into_view_when_opened(context, server):
+    page = open_app(context, server)
+    send(page, "What will the model see?", remembered=2)
+    page.locator("#inspector").get_by_text("What the model receives next").click()
+    body = page.locator("#inspector-body")
+    expect(body).to_contain_text("Recent turns")
+    expect(body).to_be_in_viewport(ratio=0.3)
+
+
+def test_a_long_avatar_leaves_the_title_in_its_row(context, server):
+    page = open_app(context, server)
+    open_persona_tab(page)
+    replace_yaml(
+        page,
+        "id: owl\ndisplay_name: Owl\navatar: The Great Owl of the North Woods\n"
+        "role_description: A wise owl.\n",
+    )
+    page.locator("#save-btn").click()
+    expect(page.locator("#persona-status")).to_contain_text("Saved as v1")
+    page.locator("#chat-tab-button").click()
+    page.locator("#new-chat").click()
+    page.locator("#chat-persona input").click()
+    page.get_by_role("option", name=re.compile("Owl")).click()
+    expect(page.locator("#chat-persona input")).to_have_value("The… Owl")
+    send(page, "Who hoots there", remembered=2)
+    row = sidebar_items(page).first
+    expect(row).to_contain_text("The… Who hoots there")
+    fits = row.evaluate("r => r.querySelector('span').scrollWidth <= r.clientWidth")
+    assert fits, "the row's text overflows its sidebar row"
+
+
 def _stop_with_sigterm(app_server: AppServer) -> tuple[int, float]:
     """SIGTERM the app; (exit status, seconds it took to exit)."""
     assert app_server.proc is not None

@@ -63,10 +63,25 @@ def render_badge() -> MemoryBadge:
     return MemoryBadge(badge, reset_btn)
 
 
+# The inspector sits under the message box, so it opened below the fold: bring its top into
+# view, just under the sticky header (whose height it reads), once the accordion has opened.
+SCROLL_INSPECTOR_INTO_VIEW = """() => setTimeout(() => {
+  const el = document.getElementById("inspector");
+  const header = document.getElementById("chat-header");
+  if (!el) return;
+  const top = el.getBoundingClientRect().top + window.scrollY - (header ? header.offsetHeight : 0);
+  window.scrollTo({ top: Math.max(0, top - 8), behavior: "smooth" });
+}, 60)"""
+
+
 def render_inspector() -> gr.Markdown:
     """The inspector under the chat: the exact text the model receives next."""
-    with gr.Accordion("🔍 What the model receives next", open=False, elem_id="inspector"):
-        return gr.Markdown(elem_id="inspector-body")
+    with gr.Accordion(
+        "🔍 What the model receives next", open=False, elem_id="inspector"
+    ) as accordion:
+        body = gr.Markdown(elem_id="inspector-body")
+    accordion.expand(None, js=SCROLL_INSPECTOR_INTO_VIEW, **QUIET)
+    return body
 
 
 def wire(rt: Runtime, page: Page) -> None:

@@ -194,6 +194,17 @@ class Sidebar:
     tokens: tokens.TokenPanel
 
 
+# On a phone the open sidebar covers the whole chat, so it starts closed there (as if its own
+# toggle had been pressed); wider screens keep it open.
+CLOSE_ON_NARROW_SCREENS = """() => {
+  if (!window.matchMedia("(max-width: 768px)").matches) return;
+  const sidebar = document.getElementById("sidebar");
+  if (sidebar && sidebar.classList.contains("open")) {
+    sidebar.querySelector(".toggle-button")?.click();
+  }
+}"""
+
+
 def render(rt: Runtime) -> Sidebar:
     """Build the sidebar (inside the app's Blocks)."""
     # Sign-in exists only on a Space whose README asks for it (hf_oauth: true sets these).

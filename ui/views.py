@@ -102,7 +102,8 @@ def chat_messages(
     The persona's greeting opens every chat; it is shown, never stored or sent to the model.
     Summary turns stay out of the chat (the badge and the inspector show them); an assistant
     reply that was stopped or broke off says so. When the oldest `hidden` messages are left
-    out (long conversations), a note takes the greeting's place.
+    out (long conversations), a note takes the greeting's place. Messages folded into a summary
+    (always the oldest) are followed by a note saying the model no longer gets their words.
     """
     messages: list[dict[str, Any]] = []
     if hidden > 0:
@@ -112,14 +113,31 @@ def chat_messages(
         )
     elif greeting:
         messages.append({"role": "assistant", "content": message_markdown(greeting)})
+    folded = 0
     for turn in turns:
         if getattr(turn, "is_summary", False) or turn.role not in ("user", "assistant"):
             continue
+        if folded and not getattr(turn, "compacted", False):
+            messages.append({"role": "assistant", "content": folded_note(folded)})
+            folded = 0
+        elif getattr(turn, "compacted", False):
+            folded += 1
         content = message_markdown(turn.content)
         if turn.role == "assistant" and getattr(turn, "incomplete", False):
             content = f"{content}\n\n{STOPPED_NOTE}" if content else STOPPED_NOTE
         messages.append({"role": turn.role, "content": content})
+    if folded:
+        messages.append({"role": "assistant", "content": folded_note(folded)})
     return messages
+
+
+def folded_note(count: int) -> str:
+    """The note under the messages a summary replaced in what the model receives."""
+    noun = "message" if count == 1 else f"{count:,} messages"
+    return (
+        f"🗜️ _Summarized: the model now gets {'this' if count == 1 else 'these'} {noun} above "
+        "as a summary, not word for word (the inspector shows it)._"
+    )
 
 
 def relative_time(ts: float | None, now: float | None = None) -> str:
