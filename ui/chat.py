@@ -20,7 +20,7 @@ from assistant.conversations import Conversations
 from assistant.errors import InvalidMessage, UserError
 from assistant.runtime import Runtime
 from ui import notices, views
-from ui.errors import user_errors
+from ui.errors import require_owner, user_errors
 from ui.page import (
     QUIET,
     ChatView,
@@ -164,6 +164,7 @@ async def stream_reply(
         yield skipped(TurnView)._replace(turn_done=True)
         return
     with user_errors("send your message"):
+        require_owner(owner)
         rt.accept_turn()  # refused while the app shuts down, before a new chat is saved
         facade = await rt.conversations()
         if not conversation_id:
@@ -209,6 +210,7 @@ async def finish_turn(rt: Runtime, owner: str, conversation_id: str | None, done
     if done:
         return skipped(ChatView)
     with user_errors("refresh the chat"):
+        require_owner(owner)
         await (await rt.conversations()).settled(conversation_id)
         return await render_chat(rt, owner, conversation_id)
 
@@ -221,6 +223,7 @@ async def stream_retry(
         yield skipped(TurnView)._replace(turn_done=True)
         return
     with user_errors("retry"):
+        require_owner(owner)
         rt.accept_turn()
         facade = await rt.conversations()
     async for view in _stream(
@@ -232,6 +235,7 @@ async def stream_retry(
 async def undo_last(rt: Runtime, owner: str, conversation_id: str | None) -> Any:
     """Forget the last exchange (memory too) and put the message back in the input box."""
     with user_errors("undo"):
+        require_owner(owner)
         if not conversation_id:
             return UndoneView(*await render_chat(rt, owner, None), chat_input=gr.skip())
         dropped = await (await rt.conversations()).undo(owner, conversation_id)
@@ -245,6 +249,7 @@ async def change_persona(
 ) -> ChatView:
     """Pick the persona of a new chat, or switch the current conversation to another one."""
     with user_errors("change the persona"):
+        require_owner(owner)
         if conversation_id and persona_id:
             facade = await rt.conversations()
             change = await facade.set_persona(owner, conversation_id, persona_id)

@@ -16,6 +16,19 @@ from ui import notices
 log = logging.getLogger("mnemo.app")
 
 
+NO_SESSION = (
+    "This page has not identified itself yet, so there is nothing of yours to show or change. "
+    "Reload the page and try again."
+)
+
+
+def require_owner(owner: str | None) -> None:
+    """Every handler's first check: a request from a page that never ran its load event (only
+    a script can send one) has no owner; it gets a clear error, not a 500 and a traceback."""
+    if not owner:
+        raise notices.error(NO_SESSION, title="Reload the page")
+
+
 @contextlib.contextmanager
 def user_errors(action: str) -> Iterator[None]:
     """Turn an exception from a lower layer into a gr.Error saying what to do next; `action`

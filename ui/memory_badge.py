@@ -10,9 +10,10 @@ from typing import Any
 
 import gradio as gr
 
+from assistant.errors import UserError
 from assistant.runtime import Runtime
 from ui import notices, views
-from ui.errors import user_errors
+from ui.errors import require_owner, user_errors
 from ui.page import QUIET, ChatView, Page, outputs, render_chat
 
 log = logging.getLogger("mnemo.app")
@@ -20,11 +21,13 @@ log = logging.getLogger("mnemo.app")
 
 async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, draft: str) -> Any:
     """While typing: the inspector, including older turns this message would recall."""
-    if not conversation_id:
+    if not conversation_id or not owner:
         return gr.skip()
     try:
         facade = await rt.conversations()
         preview = await facade.preview(owner, conversation_id, draft=draft)
+    except UserError:  # e.g. the conversation was deleted in another tab: nothing to show
+        return gr.skip()
     except Exception:  # a preview is a nicety; never interrupt typing with an error
         log.warning("inspector preview failed", exc_info=True)
         return gr.skip()
@@ -34,6 +37,7 @@ async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, dr
 async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> ChatView:
     """The Reset button: forget this conversation and say what was cleared."""
     with user_errors("reset the memory"):
+        require_owner(owner)
         if not conversation_id:
             notices.info("Nothing to forget yet: this chat is new.", title="Nothing to forget")
             return await render_chat(rt, owner, None)

@@ -16,7 +16,7 @@ import gradio as gr
 from assistant.badge import badge_text
 from assistant.runtime import Runtime
 from ui import notices, views
-from ui.errors import user_errors
+from ui.errors import require_owner, user_errors
 
 # No progress overlays: replies stream visibly, other events are quick, and with
 # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
@@ -161,6 +161,7 @@ async def render_chat(
 async def open_latest(rt: Runtime, owner: str) -> ChatView:
     """On page load: the most recently active conversation, or a new chat."""
     with user_errors("load your conversations"):
+        require_owner(owner)
         latest = await (await rt.conversations()).latest(owner)
         return await render_chat(rt, owner, latest)
 
@@ -170,4 +171,5 @@ async def refresh_chat(
 ) -> ChatView:
     """Re-read the current chat (after a persona edit)."""
     with user_errors("refresh the chat"):
+        require_owner(owner)
         return await render_chat(rt, owner, conversation_id, persona_id)

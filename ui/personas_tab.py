@@ -18,7 +18,7 @@ from assistant.conversations import FORM_FIELDS, Conversations
 from assistant.errors import InvalidPersonaYaml
 from assistant.runtime import Runtime
 from ui import notices, views
-from ui.errors import user_errors
+from ui.errors import require_owner, user_errors
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
 
 _FORM = [(name, Any) for name in FORM_FIELDS]
@@ -49,6 +49,7 @@ class YamlView(NamedTuple):
 async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
     """The persona tab for one persona: YAML, form, versions, live preview."""
     with user_errors("open the persona"):
+        require_owner(owner)
         choices, _ = await persona_choices(rt, owner)
         doc = await (await rt.conversations()).persona(owner, persona_id)
         current = doc.info
@@ -107,6 +108,7 @@ def validate_persona(yaml_text: str) -> str:
 async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
     """Save a new version; a bad document changes nothing and says where it is wrong."""
     with user_errors("save the persona"):
+        require_owner(owner)
         facade = await rt.conversations()
         try:
             saved = await facade.save_persona(owner, yaml_text)
@@ -129,6 +131,7 @@ async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
 
 async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: int | None) -> Any:
     with user_errors("roll back the persona"):
+        require_owner(owner)
         if version is None:
             raise notices.error("Pick a version in the list first.", title="No version picked")
         facade = await rt.conversations()
@@ -141,6 +144,7 @@ async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: in
 
 async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> Any:
     with user_errors("revert the persona"):
+        require_owner(owner)
         restored = await (await rt.conversations()).revert_persona(owner, persona_id)
         notices.info(
             f"{restored.display_name} is back to its built-in version.", title="Built-in restored"

@@ -18,7 +18,7 @@ from assistant.conversations import SEARCH_CHARS
 from assistant.local import LocalModel
 from assistant.runtime import Runtime
 from ui import notices, tokens, views
-from ui.errors import user_errors
+from ui.errors import require_owner, user_errors
 from ui.page import (
     QUIET,
     ChatView,
@@ -39,11 +39,13 @@ log = logging.getLogger("mnemo.app")
 async def new_chat(rt: Runtime, owner: str, persona_id: str | None) -> ChatView:
     """A blank chat with the chosen persona; it is saved when the first message is sent."""
     with user_errors("start a new chat"):
+        require_owner(owner)
         return await render_chat(rt, owner, None, persona_id)
 
 
 async def switch_conversation(rt: Runtime, owner: str, conversation_id: str | None) -> ChatView:
     with user_errors("open that conversation"):
+        require_owner(owner)
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -51,6 +53,7 @@ async def rename_conversation(
     rt: Runtime, owner: str, conversation_id: str | None, title: str
 ) -> ChatView:
     with user_errors("rename the conversation"):
+        require_owner(owner)
         title = (title or "").strip()
         if not conversation_id:
             raise notices.error(
@@ -69,6 +72,7 @@ async def set_retention(
 ) -> ChatView:
     """Keep the conversation, or forget it after some idle time."""
     with user_errors("change how long this conversation is kept"):
+        require_owner(owner)
         if conversation_id:
             facade = await rt.conversations()
             await facade.set_retention(owner, conversation_id, int(minutes) if minutes else None)
@@ -89,6 +93,7 @@ DeletedView = extended(ChatView, "DeletedView", confirm_row=Any)
 async def ask_delete(rt: Runtime, owner: str, conversation_id: str | None) -> DeleteConfirm:
     """Show the confirmation row for deleting the current conversation."""
     with user_errors("delete the conversation"):
+        require_owner(owner)
         if not conversation_id:
             notices.info(
                 "Nothing to delete: this chat has not been saved yet.", title="Nothing deleted"
@@ -110,6 +115,7 @@ def cancel_delete() -> Any:
 async def confirm_delete(rt: Runtime, owner: str, conversation_id: str | None) -> Any:
     """Delete, then show the most recent remaining conversation (or a new chat)."""
     with user_errors("delete the conversation"):
+        require_owner(owner)
         if conversation_id:
             await (await rt.conversations()).delete(owner, conversation_id)
             notices.info("Conversation deleted.", title="Deleted")
@@ -148,6 +154,8 @@ async def search_conversations(rt: Runtime, owner: str, query: str | None) -> Se
     query = (query or "").strip()[:SEARCH_CHARS]
     if not query:
         return _search_view([], None)
+    if not owner:  # the page has not identified itself yet (only a script gets here)
+        return _search_view([], views.search_status(0, available=False))
     try:
         facade = await rt.conversations()
         found = await facade.search(owner, query, limit=views.SEARCH_ROWS, mark=views.SEARCH_MARK)

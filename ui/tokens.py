@@ -17,6 +17,7 @@ from assistant.errors import UserError
 from assistant.runtime import Runtime
 
 from . import notices, views
+from .errors import require_owner
 from .page import QUIET, Page
 from .views import relative_time
 
@@ -67,6 +68,7 @@ def _refused(exc: UserError, action: str) -> gr.Error:
 
 async def show_tokens(rt: Runtime, owner: str) -> tuple[str, Any]:
     """The list and the revoke picker, when the panel opens."""
+    require_owner(owner)
     try:
         return await _listing(rt, owner)
     except UserError as exc:
@@ -75,6 +77,7 @@ async def show_tokens(rt: Runtime, owner: str) -> tuple[str, Any]:
 
 async def create_token(rt: Runtime, owner: str, name: str) -> tuple[Any, str, Any, Any]:
     """Make a token and show its secret once. Returns (secret box, list, picker, name box)."""
+    require_owner(owner)
     try:
         issued = await (await rt.conversations()).issue_token(owner, name or "")
         listing, choices = await _listing(rt, owner)
@@ -86,6 +89,7 @@ async def create_token(rt: Runtime, owner: str, name: str) -> tuple[Any, str, An
 
 async def revoke_token(rt: Runtime, owner: str, token_id: str | None) -> tuple[Any, str, Any]:
     """Revoke the picked token at once. Returns (secret box, list, picker)."""
+    require_owner(owner)
     if not token_id:
         raise notices.error("Pick the token to revoke first.", title="Nothing revoked")
     try:
