@@ -33,7 +33,7 @@ from memory import (
 from memory import (
     InvalidInput as MemoryInvalidInput,
 )
-from memory.recall import query_terms, snippet, term_pattern
+from memory.recall import lone_cjk, query_terms, snippet, term_pattern
 from personas import (
     DEFAULT_PERSONA_ID,
     InvalidPersona,
@@ -345,7 +345,7 @@ class Conversations:
         their titles (titles are not in the full-text index), grouped here.
         """
         query = (query or "").strip()[:SEARCH_CHARS]
-        terms = query_terms(query)
+        terms = [*query_terms(query), *lone_cjk(query)]  # 高 alone is a search too
         if not query or not terms:
             return SearchResults(query, searchable=not query or bool(terms))
         try:

@@ -1,4 +1,5 @@
-"""Reading a context window from SQLite: the statements context() runs, then the pure assembly.
+"""Reading from SQLite: a context window (the statements context() runs, then the pure
+assembly) and search hits.
 
 One statement (conversation, latest summary, recent turns, keyword hits with their neighbours,
 and the conversation's vectors when the question has one) is one snapshot and one trip to the
@@ -14,7 +15,7 @@ from . import sql
 from .connection import Connections
 from .context import assemble_context, missing_candidates, semantic_scores
 from .policy import MemoryPolicy
-from .recall import MAX_RECALL_TERMS, mostly_cjk, query_terms, recall_query
+from .recall import MAX_RECALL_TERMS, mostly_cjk, owner_key, query_terms, recall_query
 from .records import ContextWindow
 from .validation import MAX_MESSAGE_CHARS
 from .vectors import Embedder, embed_packed
@@ -56,3 +57,20 @@ async def read_context(
     if missing:
         rows += await db.read_one(sql.RECALL_TURNS, {"ids": json.dumps(missing), "conv": conv_id})
     return assemble_context(rows, policy, terms, semantic=semantic, query=query or "", now=now)
+
+
+async def read_search(
+    db: Connections, owner: str, terms: list[str], characters: list[str], now: float, limit: int
+) -> list[tuple]:
+    """Search rows, newest first: full-text hits for `terms`, plus the messages holding any of
+    the lone CJK `characters`, which the pair index cannot find (see recall.lone_cjk)."""
+    rows: list[tuple] = []
+    if terms:
+        match = sql.fts_match("owner_key", owner_key(owner), terms)
+        rows = await db.read_one(sql.SEARCH, (match, owner, now, limit))
+    if characters:
+        found = await db.read_one(
+            sql.search_characters(len(characters)), (owner, now, *characters, limit)
+        )
+        rows = sorted({r[0]: r for r in [*rows, *found]}.values(), reverse=True)[:limit]
+    return rows

@@ -38,6 +38,7 @@ _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _SPLITS = "\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3"
 _WORD = re.compile(f"[^\\W_{_CJK_CLASS}{_SPLITS}]+")
 MAX_QUERY_TERMS = 32
+MAX_QUERY_CHARS = 10_000
 # Recall reads a chat message: past a dozen or so informative words it is a pasted document,
 # and every extra term is one more doclist to read for little gain in ranking.
 MAX_RECALL_TERMS = 16
@@ -91,6 +92,17 @@ def _bigram_terms(text: str) -> Iterator[str]:
             word = token.lower()
             if word not in STOPWORDS and len(word) >= 2:
                 yield word
+
+
+def lone_cjk(text: str) -> list[str]:
+    """The CJK characters of `text` that stand alone (a run of one), de-duplicated, in order.
+
+    The index holds CJK text as pairs, so a pair-less query for one character cannot use it;
+    recall leaves them out (one character matches almost everything), but a person searching
+    for 高 expects every message with 高 in it: the store's search looks them up directly.
+    """
+    runs = (m.group() for m in _CJK_RUN.finditer(text[:MAX_QUERY_CHARS]))
+    return list(dict.fromkeys(run for run in runs if len(run) == 1))[:MAX_QUERY_TERMS]
 
 
 def query_terms(text: str, mode: str = "bigram") -> list[str]:

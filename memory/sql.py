@@ -191,6 +191,20 @@ SEARCH = (
 )
 
 
+# One-character CJK terms, which the pair index cannot serve: the owner's messages that contain
+# any of them (instr, not LIKE: no wildcard syntax), newest first. It reads the owner's own
+# messages only, through the owner and conversation indexes.
+def search_characters(count: int) -> str:
+    """The SELECT for `count` characters; params: owner, now, *characters, limit."""
+    contains = " OR ".join(["instr(t.content, ?) > 0"] * count)
+    return (
+        "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
+        "FROM conversations c JOIN turns t ON t.conversation_id = c.id "
+        "WHERE c.owner = ? AND (c.expires_at IS NULL OR c.expires_at > ?) "
+        f"AND ({contains}) ORDER BY t.id DESC LIMIT ?"
+    )
+
+
 def fts_match(key_column: str, key: str, terms: list[str]) -> str:
     """An FTS5 expression: the key (owner or conversation) AND any of the quoted terms."""
     quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

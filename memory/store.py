@@ -59,9 +59,9 @@ from .errors import (
     TooManyTokens,
 )
 from .policy import MemoryPolicy, database_path
-from .reading import read_context
+from .reading import read_context, read_search
 from .recall import (
-    owner_key,
+    lone_cjk,
     query_terms,
     snippet,
     term_pattern,
@@ -420,17 +420,17 @@ class ConversationStore:
         Snippets are raw message text with matches wrapped in `mark`: escape before HTML.
         """
         terms = query_terms(text[:MAX_MESSAGE_CHARS])
-        if not terms or limit <= 0:
+        characters = lone_cjk(text)  # 高 alone: not in the pair index (memory/recall.py)
+        if not (terms or characters) or limit <= 0:
             return []
-        match = sql.fts_match("owner_key", owner_key(owner), terms)
-        rows = await self._db.read_one(sql.SEARCH, (match, owner, self._clock(), int(limit)))
+        rows = await read_search(self._db, owner, terms, characters, self._clock(), int(limit))
         return [
             SearchHit(
                 conversation_id=cid,
                 conversation_title=title,
                 turn_id=tid,
                 role=role,
-                snippet=snippet(content, terms, mark),
+                snippet=snippet(content, [*terms, *characters], mark),
                 created_at=created,
             )
             for tid, cid, title, role, content, created in rows

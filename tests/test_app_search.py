@@ -145,3 +145,37 @@ def test_marked_html_escapes_and_marks():
     assert views.marked_html(f"a <b> {start}x&y{end} {start}open") == (
         "a &lt;b&gt; <mark>x&amp;y</mark> open"
     )
+
+
+@pytest.mark.parametrize(
+    "query,found",
+    [
+        ("高", True),  # one character, first of its run: a normal search in Chinese
+        ("雄", True),  # one character, last of its run (no index pair starts with it)
+        ("高雄", True),
+        ("吃", True),
+        ("京", False),
+        ("高 OR 京", True),
+        ('"高', True),
+        ("高*", True),
+        ("NEAR(高 雄)", True),
+        ("^雄", True),
+        ("%", False),  # LIKE syntax is not syntax here either
+        ("_", False),
+    ],
+)
+async def test_single_cjk_characters_are_searchable_and_syntax_is_harmless(rt, query, found):
+    """Issue 15, item 10: 高 found nothing while 高雄 found the conversation."""
+    kaohsiung = await chat(rt, OWNER, "我們下週去高雄吃飯", "好的，高雄見。")
+    await chat(rt, OTHER, "我也去高雄")  # someone else's: never shown
+    view = await sidebar.search_conversations(rt, OWNER, query)
+    assert view.hit_ids == ([kaohsiung] if found else [])
+    if found and query in ("高", "雄"):
+        assert f"<mark>{query}</mark>" in shown(view)[0]
+        assert "2 matching messages" in shown(view)[0]
+
+
+async def test_a_single_cjk_character_finds_a_title(rt):
+    trip = await chat(rt, OWNER, "hello", title="台北旅行")
+    view = await sidebar.search_conversations(rt, OWNER, "北")
+    assert view.hit_ids == [trip] and "台<mark>北</mark>旅行" in shown(view)[0]

@@ -514,3 +514,30 @@ async def test_context_invariants_hold_for_random_conversations(tmp_path, seed):
         assert st.total == st.active + st.compacted and st.summary_covers == st.compacted
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    "text,characters",
+    [
+        ("高", ["高"]),
+        ("高雄", []),
+        ("高 雄 高", ["高", "雄"]),
+        ("去 高雄 吃", ["去", "吃"]),
+        ("ramen", []),
+    ],
+)
+def test_lone_cjk_characters(text, characters):
+    assert recall.lone_cjk(text) == characters
+
+
+async def test_search_finds_a_single_cjk_character_anywhere_in_a_run(store):
+    conv = await store.create_conversation("ana")
+    first = await store.append("ana", conv.id, "user", "我們去高雄")
+    second = await store.append("ana", conv.id, "assistant", "好，明天見")
+    other = await store.create_conversation("bob")
+    await store.append("bob", other.id, "user", "高雄很熱")
+    assert [h.turn_id for h in await store.search("ana", "高")] == [first.id]
+    assert [h.turn_id for h in await store.search("ana", "雄", mark=("[", "]"))] == [first.id]
+    assert (await store.search("ana", "雄", mark=("[", "]")))[0].snippet == "我們去高[雄]"
+    assert [h.turn_id for h in await store.search("ana", "見 高")] == [second.id, first.id]
+    assert await store.search("ana", "熱") == []  # bob's
