@@ -29,6 +29,7 @@ from memory import (
     Embedder,
     MemoryPolicy,
     MemoryStatus,
+    OwnerSettings,
     StorageUnavailable,
     Summarizer,
     Turn,
@@ -98,6 +99,7 @@ def _unsaved_turn(
     *,
     incomplete: bool = False,
     created_at: float | None = None,
+    origin: str | None = None,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
     return Turn(
@@ -107,6 +109,7 @@ def _unsaved_turn(
         content=content,
         created_at=time.time() if created_at is None else created_at,
         incomplete=incomplete,
+        origin=origin,  # type: ignore[arg-type]
     )
 
 
@@ -156,6 +159,12 @@ FALLBACKS: dict[str, Degrade] = {
     "find_conversations": Degrade("read", _constant(list)),
     "purge_expired": Degrade("write", _constant(0)),
     "record_metrics": Degrade("write", _constant(None)),
+    # The memory panel shows what it can while storage is down (the badge says degraded);
+    # the tools read settings and fall back to "about me" off and UTC.
+    "pinned": Degrade("read", _constant(list), per_conversation=True),
+    "about_me": Degrade("read", _constant(list)),
+    "settings": Degrade("read", _constant(OwnerSettings)),
+    "conversation_metrics": Degrade("read", _constant(list), per_conversation=True),
 }
 
 

@@ -3,21 +3,25 @@
 Knows nothing of Gradio, models or personas. Start at `open_store()` (or
 `ConversationStore.open()` for SQLite); `MemoryBackend` is what every store offers.
 Pure parts other layers use: the input checks (`check_message`, `make_title`, ...) and
-`render_memory()`, the exact memory note the model receives.
+`render_memory()`, the exact memory note the model receives (pinned facts, "about me",
+summary, recalled turns).
 """
 
 from .backend import MemoryBackend, open_store
 from .context import MEMORY_NOTE_HEADER, assemble_context, render_memory, render_messages
 from .errors import (
+    ArchiveRefused,
     ConversationNotFound,
     EmptyMessage,
     InvalidInput,
     InvalidRetention,
     InvalidRole,
+    InvalidSummary,
     InvalidTitle,
     InvalidTokenName,
     MemoryStoreError,
     MessageTooLong,
+    PinRefused,
     StorageUnavailable,
     TokenNotFound,
     TooManyTokens,
@@ -29,6 +33,9 @@ from .records import (
     ContextWindow,
     Conversation,
     MemoryStatus,
+    MetricsRow,
+    OwnerSettings,
+    PinnedFact,
     RecalledTurn,
     ResetResult,
     SearchHit,
@@ -54,6 +61,7 @@ __all__ = [
     "MAX_TITLE_CHARS",
     "MEMORY_NOTE_HEADER",
     "ApiToken",
+    "ArchiveRefused",
     "ContextWindow",
     "Conversation",
     "ConversationNotFound",
@@ -64,6 +72,7 @@ __all__ = [
     "InvalidInput",
     "InvalidRetention",
     "InvalidRole",
+    "InvalidSummary",
     "InvalidTitle",
     "InvalidTokenName",
     "MemoryBackend",
@@ -71,6 +80,10 @@ __all__ = [
     "MemoryStatus",
     "MemoryStoreError",
     "MessageTooLong",
+    "MetricsRow",
+    "OwnerSettings",
+    "PinRefused",
+    "PinnedFact",
     "RecalledTurn",
     "ResetResult",
     "SearchHit",

@@ -22,6 +22,10 @@ from .records import (
     ContextWindow,
     Conversation,
     MemoryStatus,
+    MetricsRow,
+    Origin,
+    OwnerSettings,
+    PinnedFact,
     ResetResult,
     SearchHit,
     Turn,
@@ -77,6 +81,7 @@ class MemoryBackend(Protocol):
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        origin: Origin | None = None,
     ) -> Turn: ...
 
     async def import_conversation(
@@ -130,6 +135,39 @@ class MemoryBackend(Protocol):
     ) -> None: ...
 
     async def count_turn_requests(self, owner: str, since: float) -> int: ...
+
+    async def conversation_metrics(
+        self, owner: str, conv_id: str, limit: int = 200
+    ) -> list[MetricsRow]: ...
+
+    async def pin(
+        self,
+        owner: str,
+        conv_id: str | None,
+        text: str | None = None,
+        *,
+        source_turn_id: int | None = None,
+    ) -> PinnedFact: ...
+
+    async def unpin(self, owner: str, fact_id: int) -> None: ...
+
+    async def pinned(self, owner: str, conv_id: str) -> list[PinnedFact]: ...
+
+    async def about_me(self, owner: str) -> list[PinnedFact]: ...
+
+    async def settings(self, owner: str) -> OwnerSettings: ...
+
+    async def set_about_me(self, owner: str, enabled: bool) -> OwnerSettings: ...
+
+    async def set_time_zone(self, owner: str, zone: str | None) -> OwnerSettings: ...
+
+    async def write_summary(self, owner: str, conv_id: str, text: str | None) -> Turn | None: ...
+
+    async def export(self, owner: str, conv_ids: list[str] | None = None) -> dict[str, object]: ...
+
+    async def import_archive(self, owner: str, raw: bytes | str) -> list[Conversation]: ...
+
+    async def delete_owner(self, owner: str) -> int: ...
 
     async def purge_expired(self, max_conversations: int = 20, chunk: int = 500) -> int: ...
 

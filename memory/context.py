@@ -21,16 +21,18 @@ from zoneinfo import ZoneInfo
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from .packing import Conversation, fuse, is_list_question, normalise_bm25, pack
 from .policy import MemoryPolicy
-from .records import ContextWindow, RecalledTurn, Turn
+from .records import ContextWindow, PinnedFact, RecalledTurn, Turn
 from .sql import (
     KIND_CONVERSATION,
     KIND_HIT,
     KIND_NEXT,
+    KIND_PINNED,
     KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
     KIND_VECTOR,
     TURN_WIDTH,
+    pinned_from_row,
     turn_from_row,
 )
 from .timeref import annotate, format_date, local_date
@@ -53,12 +55,26 @@ def _tz(context: ContextWindow) -> tzinfo:
     return UTC if context.timezone in ("UTC", "") else ZoneInfo(context.timezone)
 
 
+PINNED_HEADER = "Pinned facts (the user pinned these; always keep them in mind):"
+ABOUT_ME_HEADER = "About the user (pinned by them for all their conversations):"
+
+
 def render_memory(context: ContextWindow) -> str | None:
-    """The summary and recalled turns as one clearly labelled note, or None when empty."""
+    """Pinned facts, the summary and recalled turns as one clearly labelled note, or None
+    when there is nothing to remember."""
     tz = _tz(context)
     parts: list[str] = []
+    for header, facts in (
+        (PINNED_HEADER, [p for p in context.pinned if not p.about_me]),
+        (ABOUT_ME_HEADER, [p for p in context.pinned if p.about_me]),
+    ):
+        if facts:
+            parts.append(header + "\n" + "\n".join(f"- {p.content}" for p in facts))
     if context.summary is not None:
-        parts.append("Summary of the earlier conversation:\n" + context.summary.content.strip())
+        label = "Summary of the earlier conversation"
+        if context.summary.edited:
+            label += " (written by the user)"
+        parts.append(f"{label}:\n" + context.summary.content.strip())
     if context.recalled:
         lines: list[str] = []
         day = None
@@ -173,6 +189,8 @@ def assemble_context(
     (semantic_scores), `query` the new message (list questions get diverse snippets), `now`
     the time the dates are rendered against. Raises ConversationNotFound when there is no
     conversation row.
+    A KIND_PINNED row is (kind, PINNED_COLUMNS): pinned facts always go in (their size is
+    capped when they are pinned), and what they take comes out of the budget first.
     """
     rows = list(rows)
     conv_rows = [r for r in rows if r[0] == KIND_CONVERSATION]
@@ -190,7 +208,13 @@ def assemble_context(
     if summary is not None and len(summary.content) > policy.summary_chars:
         # Written under an older, larger cap.
         summary = replace(summary, content=clip_for_prompt(summary.content, policy.summary_chars))
-    used = len(summary.content) if summary else 0
+    # This conversation's pins first, then "about me"; oldest first within each.
+    pinned = sorted(
+        (pinned_from_row(r[1:]) for r in rows if r[0] == KIND_PINNED),
+        key=_pin_order,
+    )
+    used = sum(len(p.content) for p in pinned)
+    used += len(summary.content) if summary else 0
     used += sum(len(r.turn.content) for r in recalled)
     picked, clipped, evicted, remaining, trimmed = _pick_recent(
         recent_rows, policy.history_chars - used, policy
@@ -208,7 +232,12 @@ def assemble_context(
         not_shown=max(0, active_count - len(recent_rows)) + trimmed,
         now=now,
         timezone=policy.timezone,
+        pinned=pinned,
     )
+
+
+def _pin_order(fact: PinnedFact) -> tuple[bool, int]:
+    return (fact.about_me, fact.id)
 
 
 def _pick_recent(

@@ -65,3 +65,15 @@ class TokenNotFound(MemoryStoreError, LookupError):
 
 class StorageUnavailable(MemoryStoreError):
     """The database could not be opened, read or written (locked, full, read-only, corrupt)."""
+
+
+class PinRefused(InvalidInput):
+    """A fact that cannot be pinned: empty, too long, or over the pinned-facts budget."""
+
+
+class InvalidSummary(InvalidInput):
+    """A summary the user wrote that is too long (or there is nothing to summarize yet)."""
+
+
+class ArchiveRefused(InvalidInput):
+    """An export file that cannot be imported (malformed, oversized, wrong format)."""

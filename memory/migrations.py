@@ -267,6 +267,54 @@ async def m008_turn_vectors(db: aiosqlite.Connection) -> None:
     )
 
 
+@migration
+async def m009_memory_steering(db: aiosqlite.Connection) -> None:
+    # Issue 16, memory the user can see and steer. `origin` marks a summary the user edited
+    # and the tool notes on the user's side of the history; ADD COLUMN keeps every turn row
+    # (and both FTS indexes keyed by turn id) as it is.
+    # Pinned facts live beside the turns, not in them: summarization never folds them, and a
+    # conversation_id of NULL is an "about me" fact for all the owner's conversations.
+    # Metrics gain the characters of each part the model received (numbers, never text).
+    await _run(
+        db,
+        "ALTER TABLE turns ADD COLUMN origin TEXT CHECK (origin IS NULL "
+        "OR (origin = 'edited' AND role = 'summary') OR (origin = 'tool' AND role = 'user'))",
+        """
+        CREATE TABLE pinned_facts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            owner TEXT NOT NULL CHECK (length(owner) BETWEEN 1 AND 200),
+            conversation_id TEXT REFERENCES conversations (id) ON DELETE CASCADE,
+            content TEXT NOT NULL CHECK (length(content) BETWEEN 1 AND 500),
+            created_at REAL NOT NULL,
+            source_turn_id INTEGER
+        )
+        """,
+        "CREATE INDEX pinned_facts_scope ON pinned_facts (owner, conversation_id, id)",
+        "CREATE INDEX pinned_facts_conversation ON pinned_facts (conversation_id)",
+        """
+        CREATE TABLE owner_settings (
+            owner TEXT PRIMARY KEY CHECK (length(owner) BETWEEN 1 AND 200),
+            about_me INTEGER NOT NULL DEFAULT 0 CHECK (about_me IN (0, 1)),
+            time_zone TEXT CHECK (time_zone IS NULL OR length(time_zone) BETWEEN 1 AND 64)
+        )
+        """,
+        *(
+            f"ALTER TABLE turn_metrics ADD COLUMN {name} INTEGER CHECK ({name} IS NULL "
+            f"OR {name} >= 0)"
+            for name in (
+                "persona_chars",
+                "pinned_chars",
+                "summary_chars",
+                "recalled_chars",
+                "recent_chars",
+                "budget_chars",
+            )
+        ),
+        "CREATE INDEX turn_metrics_conversation ON turn_metrics (conversation_id, id) "
+        "WHERE conversation_id IS NOT NULL",
+    )
+
+
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:
     rows = await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_mnemo_migrations'"

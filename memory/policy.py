@@ -16,6 +16,7 @@ from .validation import MAX_MESSAGE_CHARS
 
 DB_FILENAME = "mnemo.db"
 SQLITE_SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
+DEFAULT_PIN_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class MemoryPolicy:
     Recall fills up to `recall_chars` with the best older snippets (by budget; `recall_k`
     only bounds how many). At 101 active messages all but the newest 20 fold into one summary
     of at most `summary_chars`. Dates are shown in `timezone` (IANA name).
+    Pinned facts (a conversation's plus "about me") may take `pinned_chars`; by default what
+    the budget leaves beside a full summary, full recall and one full message, at most 2,000.
     """
 
     keep_recent: int = 20
@@ -40,6 +43,7 @@ class MemoryPolicy:
     timezone: str = "UTC"
     # One summarization folds at most this many turns; a backlog is worked off over passes.
     fold_max: int = 1_000
+    pinned_chars: int | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -62,6 +66,13 @@ class MemoryPolicy:
                 f"history_chars ({self.history_chars:,}) must be at least summary_chars + "
                 f"recall_chars + message_chars ({floor:,})"
             )
+        elif self.pinned_chars is not None and (
+            self.pinned_chars < 0 or floor + self.pinned_chars > self.history_chars
+        ):
+            problems.append(
+                f"pinned_chars ({self.pinned_chars:,}) must be between 0 and history_chars - "
+                f"summary_chars - recall_chars - message_chars ({self.history_chars - floor:,})"
+            )
         if self.timezone != "UTC":
             try:
                 ZoneInfo(self.timezone)
@@ -71,6 +82,14 @@ class MemoryPolicy:
                 )
         if problems:
             raise ValueError("Invalid MemoryPolicy: " + "; ".join(problems))
+
+    @property
+    def pin_budget(self) -> int:
+        """Characters all pinned facts of one conversation may take together."""
+        if self.pinned_chars is not None:
+            return self.pinned_chars
+        spare = self.history_chars - self.summary_chars - self.recall_chars - self.message_chars
+        return min(DEFAULT_PIN_CHARS, spare)
 
 
 def database_path(path: str | os.PathLike[str]) -> Path:

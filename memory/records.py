@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Role = Literal["user", "assistant", "summary"]
+Origin = Literal["edited", "tool"]
 MetricsStatus = Literal["ok", "error", "stopped", "refused"]
 METRICS_STATUSES = ("ok", "error", "stopped", "refused")
 
@@ -39,6 +40,19 @@ class Turn:
     covers_to_id: int | None = None
     covers_count: int | None = None  # for a summary: how many messages it covers in all
     incomplete: bool = False  # a reply that was stopped or failed mid-stream
+    # None: said in the chat (or written by the summarizer). "edited": a summary the user
+    # wrote or edited in the memory panel. "tool": a note of a tool call on the user's side.
+    origin: Origin | None = None
+
+    @property
+    def edited(self) -> bool:
+        """A summary the user wrote: what the model gets instead of the summarizer's."""
+        return self.origin == "edited"
+
+    @property
+    def is_tool_note(self) -> bool:
+        """A short note of a tool call (name, key arguments, status), stored as a user turn."""
+        return self.origin == "tool"
 
     @property
     def saved(self) -> bool:
@@ -58,12 +72,36 @@ class RecalledTurn:
 
 
 @dataclass(frozen=True)
+class PinnedFact:
+    """A fact the user pinned: always in what the model receives, never summarized away."""
+
+    id: int
+    owner: str
+    conversation_id: str | None  # None: "about me", for every conversation of the owner
+    content: str
+    created_at: float
+    source_turn_id: int | None = None  # the message it was pinned from, if any
+
+    @property
+    def about_me(self) -> bool:
+        return self.conversation_id is None
+
+
+@dataclass(frozen=True)
+class OwnerSettings:
+    """Per-owner memory settings."""
+
+    about_me: bool = False  # "about me" facts reach every conversation (opt-in)
+    time_zone: str | None = None  # IANA name from the browser, for the `today` tool
+
+
+@dataclass(frozen=True)
 class ContextWindow:
     """What the model should see of a conversation, and why (memory.render_memory renders it)."""
 
     summary: Turn | None
     turns: list[Turn]  # recent turns, prompt-clipped copies, oldest first
-    chars: int  # summary + recalled + recent turns
+    chars: int  # pinned facts + summary + recalled + recent turns
     budget: int
     clipped_ids: list[int] = field(default_factory=list)
     evicted_ids: list[int] = field(default_factory=list)  # recent turns left out for budget
@@ -72,6 +110,16 @@ class ContextWindow:
     not_shown: int = 0  # active turns older than the recent window, waiting to be summarized
     now: float | None = None  # when it was assembled: dates are rendered against it
     timezone: str = "UTC"  # the IANA zone dates are shown in
+    pinned: list[PinnedFact] = field(default_factory=list)  # conversation's, then about me
+
+    def part_chars(self) -> dict[str, int]:
+        """Characters of each part of the memory, as sent (the plots and metrics use it)."""
+        return {
+            "pinned": sum(len(p.content) for p in self.pinned),
+            "summary": len(self.summary.content) if self.summary else 0,
+            "recalled": sum(len(r.turn.content) for r in self.recalled),
+            "recent": sum(len(t.content) for t in self.turns),
+        }
 
     def messages(self) -> list[dict[str, str]]:
         """The recent turns as they are stored, oldest first (memory.render_messages gives
@@ -92,6 +140,11 @@ class MemoryStatus:
     retention_minutes: int | None
     expires_at: float | None
     degraded: bool = False
+    pinned: int = 0  # pinned facts in the context (this conversation's and about me)
+    pinned_chars: int = 0
+    summary_edited: bool = False  # the summary in the context is the user's text
+    about_me_on: bool = False  # the owner's "about me" facts reach every conversation
+    about_me_pins: int = 0  # of `pinned`, how many are "about me"
 
 
 @dataclass(frozen=True)
@@ -99,6 +152,19 @@ class ResetResult:
     turns: int  # user + assistant messages removed
     summaries: int
     chars: int  # characters of the removed messages
+    pinned: int = 0  # this conversation's pinned facts removed ("about me" ones stay)
+    title_cleared: bool = False
+
+
+COUNT_FIELDS = ("input_tokens", "output_tokens", "latency_ms", "first_token_ms")
+PART_FIELDS = (
+    "persona_chars",
+    "pinned_chars",
+    "summary_chars",
+    "recalled_chars",
+    "recent_chars",
+    "budget_chars",
+)
 
 
 @dataclass(frozen=True)
@@ -112,16 +178,32 @@ class TurnMetrics:
     first_token_ms: int | None = None
     status: MetricsStatus = "ok"
     error_kind: str | None = None
+    # Characters the model received, per part (never the text): None when not measured.
+    persona_chars: int | None = None
+    pinned_chars: int | None = None
+    summary_chars: int | None = None
+    recalled_chars: int | None = None
+    recent_chars: int | None = None  # recent turns and the new message
+    budget_chars: int | None = None  # the memory budget they were packed under
 
     def __post_init__(self) -> None:
         if self.status not in METRICS_STATUSES:
             raise ValueError(
                 f"TurnMetrics.status is {self.status!r}; use one of {', '.join(METRICS_STATUSES)}"
             )
-        for name in ("input_tokens", "output_tokens", "latency_ms", "first_token_ms"):
+        for name in (*COUNT_FIELDS, *PART_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"TurnMetrics.{name} is {value!r}; use a whole number >= 0")
+
+
+@dataclass(frozen=True)
+class MetricsRow:
+    """One recorded model call of a conversation, for the memory panel's plots."""
+
+    id: int
+    created_at: float
+    metrics: TurnMetrics
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ converters below depend on it.
 from __future__ import annotations
 
 from .recall import RECALL_TEXT_FUNCTION
-from .records import Conversation, Turn
+from .records import Conversation, MetricsRow, PinnedFact, Turn, TurnMetrics
 
 CONVERSATION_COLUMNS = (
     "id, owner, title, persona_id, persona_version, retention_minutes, created_at, "
@@ -16,9 +16,9 @@ CONVERSATION_COLUMNS = (
 )
 TURN_COLUMNS = (
     "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
-    "covers_to_id, covers_count, incomplete"
+    "covers_to_id, covers_count, incomplete, origin"
 )
-TURN_WIDTH = 11  # columns in TURN_COLUMNS
+TURN_WIDTH = 12  # columns in TURN_COLUMNS
 _TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in TURN_COLUMNS.split(","))
 _TURN_COLUMNS_N = ", ".join("n." + c.strip() for c in TURN_COLUMNS.split(","))
 _VISIBLE = "(expires_at IS NULL OR expires_at > ?)"  # not past its retention
@@ -59,8 +59,8 @@ APPEND_COUNTERS = (
     f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
 )
 INSERT_TURN = (
-    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete) "
-    "VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, origin) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
 )
 TURN_IDS = "SELECT id FROM turns WHERE conversation_id = ? ORDER BY id"
 # An import: the conversation's counters set once for all its turns.
@@ -85,10 +85,14 @@ RESET_TALLY = (
     "FROM turns WHERE conversation_id = ?"
 )
 DELETE_ALL_TURNS = "DELETE FROM turns WHERE conversation_id = ?"
+# Reset means forget: the title was taken from the first message, so it goes too.
 RESET_COUNTERS = (
     "UPDATE conversations SET message_count = 0, active_count = 0, chars = 0, "
-    "summary_count = 0 WHERE id = ?"
+    "summary_count = 0, title = NULL WHERE id = ?"
 )
+DELETE_CONVERSATION_PINS = "DELETE FROM pinned_facts WHERE conversation_id = ?"
+# The plots restart after a reset; the rows stay (ownerless of a conversation) for the quota.
+DETACH_METRICS = "UPDATE turn_metrics SET conversation_id = NULL WHERE conversation_id = ?"
 
 
 def delete_turns(count: int) -> str:
@@ -98,10 +102,11 @@ def delete_turns(count: int) -> str:
 
 # -- context: one statement --------------------------------------------------------------
 
-# Every row of a context statement is (kind, 11 turn columns, rank, of): the conversation row
+# Every row of a context statement is (kind, 12 turn columns, rank, of): the conversation row
 # carries only its counters (message_count, active_count); a hit its FTS5 rank (NULL for a
 # hit found by meaning); the turn after / before a hit names the hit in `of`; a vector row
-# is (kind, turn id, NULL, NULL, vector, NULL ...).
+# is (kind, turn id, NULL, NULL, vector, NULL ...); a pinned fact's row carries
+# PINNED_COLUMNS in the first turn columns.
 (
     KIND_CONVERSATION,
     KIND_SUMMARY,
@@ -110,7 +115,18 @@ def delete_turns(count: int) -> str:
     KIND_NEXT,
     KIND_PREV,
     KIND_VECTOR,
-) = range(7)
+    KIND_PINNED,
+) = range(8)
+PINNED_COLUMNS = "id, owner, conversation_id, content, created_at, source_turn_id"
+_PINNED_WIDTH = 6
+# The conversation's pins, and the owner's "about me" pins when the owner turned them on.
+_PINNED_IN_CONTEXT = (
+    f"SELECT {KIND_PINNED}, {PINNED_COLUMNS}, "
+    + ", ".join(["NULL"] * (TURN_WIDTH - _PINNED_WIDTH + 2))
+    + " FROM pinned_facts WHERE owner = :owner AND (conversation_id = :conv "
+    "OR (conversation_id IS NULL AND EXISTS (SELECT 1 FROM owner_settings "
+    "WHERE owner = :owner AND about_me = 1)))"
+)
 _RECENT_CTE = (
     f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = :conv "
     "AND compacted = 0 AND is_summary = 0 ORDER BY id DESC LIMIT :keep)"
@@ -122,7 +138,8 @@ _CONTEXT_BASE = (
     "AND (expires_at IS NULL OR expires_at > :now) "
     f"UNION ALL SELECT * FROM (SELECT {KIND_SUMMARY}, {TURN_COLUMNS}, NULL, NULL FROM turns "
     "WHERE conversation_id = :conv AND compacted = 0 AND is_summary = 1 ORDER BY id DESC LIMIT 1) "
-    f"UNION ALL SELECT {KIND_RECENT}, *, NULL, NULL FROM recent"
+    f"UNION ALL SELECT {KIND_RECENT}, *, NULL, NULL FROM recent "
+    f"UNION ALL {_PINNED_IN_CONTEXT}"
 )
 _BEFORE_RECENT = "(SELECT coalesce(min(id), 1 << 62) FROM recent)"
 _KEYWORD_HITS_CTE = (
@@ -258,11 +275,20 @@ FOLDED_COUNTERS = (
 
 # -- metrics ----------------------------------------------------------------------------
 
-INSERT_METRICS = (
-    "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, output_tokens, "
-    "latency_ms, first_token_ms, status, error_kind, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+METRICS_COLUMNS = (
+    "model, input_tokens, output_tokens, latency_ms, first_token_ms, status, error_kind, "
+    "persona_chars, pinned_chars, summary_chars, recalled_chars, recent_chars, budget_chars"
 )
+INSERT_METRICS = (
+    f"INSERT INTO turn_metrics (owner, conversation_id, created_at, {METRICS_COLUMNS}) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The newest `limit` calls of one conversation, returned oldest first by the store.
+CONVERSATION_METRICS = (
+    f"SELECT id, created_at, {METRICS_COLUMNS} FROM turn_metrics "
+    "WHERE conversation_id = ? AND owner = ? ORDER BY id DESC LIMIT ?"
+)
+
 COUNT_TURN_REQUESTS = "SELECT count(*) FROM turn_metrics WHERE owner = ? AND created_at >= ?"
 
 # -- retention --------------------------------------------------------------------------
@@ -277,11 +303,89 @@ DELETE_TURNS_CHUNK = (
 # Re-checks expiry inside the transaction: a write may have revived the conversation.
 DELETE_IF_EXPIRED = "DELETE FROM conversations WHERE id = ? AND expires_at <= ?"
 
+# -- pinned facts and owner settings ------------------------------------------------------
+
+INSERT_PIN = (
+    "INSERT INTO pinned_facts (owner, conversation_id, content, created_at, source_turn_id) "
+    f"VALUES (?, ?, ?, ?, ?) RETURNING {PINNED_COLUMNS}"
+)
+CONVERSATION_PINS = (
+    f"SELECT {PINNED_COLUMNS} FROM pinned_facts WHERE owner = ? AND conversation_id = ? ORDER BY id"
+)
+ABOUT_ME_PINS = (
+    f"SELECT {PINNED_COLUMNS} FROM pinned_facts WHERE owner = ? AND conversation_id IS NULL "
+    "ORDER BY id"
+)
+# (count, characters) of one scope: a conversation's pins, or (conv NULL) the about-me ones.
+PIN_TALLY = (
+    "SELECT count(*), coalesce(sum(length(content)), 0) FROM pinned_facts "
+    "WHERE owner = ? AND conversation_id IS ?"
+)
+# The most characters any one of the owner's conversations has pinned.
+LARGEST_CONVERSATION_PINS = (
+    "SELECT coalesce(max(chars), 0) FROM (SELECT sum(length(content)) AS chars "
+    "FROM pinned_facts WHERE owner = ? AND conversation_id IS NOT NULL "
+    "GROUP BY conversation_id)"
+)
+DELETE_PIN = "DELETE FROM pinned_facts WHERE id = ? AND owner = ? RETURNING conversation_id"
+TURN_OF_CONVERSATION = f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ? AND conversation_id = ?"
+OWNER_SETTINGS = "SELECT about_me, time_zone FROM owner_settings WHERE owner = ?"
+SET_ABOUT_ME = (
+    "INSERT INTO owner_settings (owner, about_me) VALUES (?, ?) "
+    "ON CONFLICT (owner) DO UPDATE SET about_me = excluded.about_me"
+)
+SET_TIME_ZONE = (
+    "INSERT INTO owner_settings (owner, time_zone) VALUES (?, ?) "
+    "ON CONFLICT (owner) DO UPDATE SET time_zone = excluded.time_zone"
+)
+
+# -- the user's summary --------------------------------------------------------------------
+
+# The user's text replaces the summary as a new summary turn over the same range (indexed by
+# the INSERT like any turn); the one it replaces is compacted, so it leaves the context but
+# stays in the transcript. A running summarization sees a newer summary and gives up.
+INSERT_EDITED_SUMMARY = (
+    "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, "
+    "covers_from_id, covers_to_id, covers_count, origin) "
+    "VALUES (?, 'summary', ?, ?, 1, ?, ?, ?, 'edited')"
+)
+SUMMARY_WRITTEN = "UPDATE conversations SET summary_count = summary_count + 1 WHERE id = ?"
+
+# -- export, import and deleting an owner ------------------------------------------------
+
+ALL_TURNS = f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? ORDER BY id"
+INSERT_IMPORTED_TURN = (
+    "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, compacted, "
+    "incomplete, covers_from_id, covers_to_id, covers_count, origin) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+ARCHIVE_COUNTERS = (
+    "UPDATE conversations SET message_count = ?, active_count = ?, chars = ?, "
+    "summary_count = ?, last_active_at = ? WHERE id = ?"
+)
+INSERT_IMPORTED_PIN = (
+    "INSERT INTO pinned_facts (owner, conversation_id, content, created_at) VALUES (?, ?, ?, ?)"
+)
+OWNER_CONVERSATION_IDS = "SELECT id FROM conversations WHERE owner = ?"
+DELETE_OWNER_PINS = "DELETE FROM pinned_facts WHERE owner = ?"
+DELETE_OWNER_SETTINGS = "DELETE FROM owner_settings WHERE owner = ?"
+# Deleting your data must not reset your quota: the last hour's rows stay, detached.
+DELETE_OWNER_METRICS = "DELETE FROM turn_metrics WHERE owner = ? AND created_at < ?"
+DETACH_OWNER_METRICS = "UPDATE turn_metrics SET conversation_id = NULL WHERE owner = ?"
+
 # -- rows -> records ----------------------------------------------------------------------
 
 
 def conversation_from_row(row: tuple) -> Conversation:
     return Conversation(*row)
+
+
+def pinned_from_row(row: tuple) -> PinnedFact:
+    return PinnedFact(*row[:_PINNED_WIDTH])
+
+
+def metrics_from_row(row: tuple) -> MetricsRow:
+    return MetricsRow(id=row[0], created_at=row[1], metrics=TurnMetrics(*row[2:]))
 
 
 def turn_from_row(row: tuple) -> Turn:
@@ -297,6 +401,7 @@ def turn_from_row(row: tuple) -> Turn:
         covers_to_id=row[8],
         covers_count=row[9],
         incomplete=bool(row[10]),
+        origin=row[11],
     )
 
 

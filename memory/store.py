@@ -44,7 +44,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import astuple, replace
 
 import aiosqlite
 
@@ -54,6 +54,7 @@ from .errors import (
     NOT_FOUND_MESSAGE,
     ConversationNotFound,
     InvalidInput,
+    InvalidRole,
     StorageUnavailable,
     TokenNotFound,
     TooManyTokens,
@@ -71,11 +72,13 @@ from .records import (
     ContextWindow,
     Conversation,
     MemoryStatus,
+    Origin,
     ResetResult,
     SearchHit,
     Turn,
     TurnMetrics,
 )
+from .steering import SteeringVerbs
 from .summarize import ExtractiveSummarizer, Summarizer
 from .validation import (
     MAX_MESSAGE_CHARS,
@@ -98,7 +101,7 @@ TOKEN_TOUCH_EVERY_S = 60.0  # how often a token's last use is written
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
-class ConversationStore:
+class ConversationStore(SteeringVerbs):
     """Owns the Mnemo database: conversations, turns, summaries, metrics."""
 
     def __init__(
@@ -247,13 +250,17 @@ class ConversationStore:
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        origin: Origin | None = None,
     ) -> Turn:
         """Save a message (first user message titles an untitled conversation); `created_at`
-        (epoch seconds, default now) dates a message written elsewhere."""
+        (epoch seconds, default now) dates a message written elsewhere; `origin="tool"` saves
+        a tool note (a user turn: name, key arguments, status)."""
         validate_message(role, content)
+        if origin is not None and (origin, role) != ("tool", "user"):
+            raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
         now = self._clock()
         when = check_created_at(created_at, now)
-        title = make_title(content) if role == "user" else None
+        title = make_title(content) if role == "user" and origin is None else None
         (vector,) = await embed_packed(self.embedder, [content])
         async with self._db.write() as db:
             # The counters, title and expiry first: the UPDATE is also the visibility check
@@ -266,7 +273,7 @@ class ConversationStore:
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             # The writer's index_turn trigger adds it to both FTS indexes in this statement.
             cursor = await db.execute(
-                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete))
+                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete), origin)
             )
             turn_id = cursor.lastrowid
             if vector is not None:
@@ -279,6 +286,7 @@ class ConversationStore:
             content=content,
             created_at=when,
             incomplete=incomplete,
+            origin=origin,
         )
 
     async def import_conversation(
@@ -361,7 +369,7 @@ class ConversationStore:
             dropped: list[Turn] = []
             for turn in await self._trailing_active(db, conv_id):
                 dropped.append(turn)
-                if turn.role == "user":
+                if turn.role == "user" and not turn.is_tool_note:
                     break
             else:
                 return []
@@ -369,7 +377,8 @@ class ConversationStore:
         return list(reversed(dropped))
 
     async def drop_last_reply(self, owner: str, conv_id: str) -> Turn | None:
-        """For "retry": remove the assistant turn(s) after the last user message.
+        """For "retry": remove the assistant turn(s) after the last user message, and the
+        tool notes among them (the retry calls its tools again).
 
         Returns the newest removed reply, or None when the conversation ends on a user message.
         """
@@ -377,23 +386,26 @@ class ConversationStore:
             await self._visible(db, owner, conv_id)
             dropped: list[Turn] = []
             for turn in await self._trailing_active(db, conv_id):
-                if turn.role != "assistant":
+                if turn.role != "assistant" and not turn.is_tool_note:
                     break
                 dropped.append(turn)
-            if not dropped:
+            replies = [t for t in dropped if t.role == "assistant"]
+            if not replies:
                 return None
             await self._remove_turns(db, conv_id, dropped)
-        return dropped[0]
+        return replies[0]
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
-        """Clear every turn and summary of the conversation; the conversation stays, empty."""
+        """Forget the conversation: turns, summaries, its pinned facts and its title (taken
+        from the first message) go, its plots restart; it stays, empty. "About me" stays."""
         async with self._db.write() as db:
-            await self._visible(db, owner, conv_id)
-            rows = await db.execute_fetchall(sql.RESET_TALLY, (conv_id,))
-            turns, summaries, chars = rows[0]
+            conv = await self._visible(db, owner, conv_id)
+            turns, summaries, chars = (await db.execute_fetchall(sql.RESET_TALLY, (conv_id,)))[0]
+            pinned = await db.execute(sql.DELETE_CONVERSATION_PINS, (conv_id,))
             await db.execute(sql.DELETE_ALL_TURNS, (conv_id,))
             await db.execute(sql.RESET_COUNTERS, (conv_id,))
-        return ResetResult(turns=turns, summaries=summaries, chars=chars)
+            await db.execute(sql.DETACH_METRICS, (conv_id,))
+        return ResetResult(turns, summaries, chars, pinned.rowcount, conv.title is not None)
 
     # -- context and search -------------------------------------------------------------
 
@@ -473,6 +485,11 @@ class ConversationStore:
             summarizing=conv_id in self._summarizing,
             retention_minutes=conv.retention_minutes,
             expires_at=conv.expires_at,
+            pinned=len(window.pinned),
+            pinned_chars=window.part_chars()["pinned"],
+            summary_edited=bool(window.summary and window.summary.edited),
+            about_me_on=(await self.settings(owner)).about_me,
+            about_me_pins=sum(p.about_me for p in window.pinned),
         )
 
     # -- summarization ------------------------------------------------------------------
@@ -505,21 +522,7 @@ class ConversationStore:
         so the quota cannot be reset by deleting conversations."""
         check_owner(owner)
         async with self._db.write() as db:
-            await db.execute(
-                sql.INSERT_METRICS,
-                (
-                    owner,
-                    conv_id,
-                    metrics.model,
-                    metrics.input_tokens,
-                    metrics.output_tokens,
-                    metrics.latency_ms,
-                    metrics.first_token_ms,
-                    metrics.status,
-                    metrics.error_kind,
-                    self._clock(),
-                ),
-            )
+            await db.execute(sql.INSERT_METRICS, (owner, conv_id, self._clock(), *astuple(metrics)))
 
     async def count_turn_requests(self, owner: str, since: float) -> int:
         """How many model calls the owner made since `since` (epoch seconds): the quota count."""

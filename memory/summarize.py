@@ -42,7 +42,7 @@ _MONTH_OR_DAY = re.compile(
 # A capitalized word that is not the first word of its sentence and not "I": likely a name.
 _NAME = re.compile(r"(?<=[\s,;:(\"'])(?!I\b)[A-Z][\w'-]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-_ROLE_PREFIX = re.compile(r"^-\s*(User|Assistant):\s*", re.IGNORECASE)
+_ROLE_PREFIX = re.compile(r"^-\s*(User|Assistant|Tool):\s*", re.IGNORECASE)
 
 FACT_CHARS = 300  # one sentence never eats the whole summary
 _PREVIOUS_SHARE = 0.75  # previous first-person facts may fill at most this share of the cap
@@ -86,6 +86,8 @@ def _tier(sentence: str, role: str) -> int | None:
         return None if sentence.endswith(("?", "？")) else 3
     if role == "assistant":
         return 2 if salient else None
+    if role == "tool":  # what was looked up: short, and later turns may depend on it
+        return 0
     # A line of an earlier summary written by someone else (a model): keep what is salient.
     return 0 if salient or _FIRST_PERSON.search(sentence) else 1
 
@@ -129,9 +131,10 @@ class ExtractiveSummarizer:
         for turn in turns:
             if turn.role not in ("user", "assistant"):
                 continue
-            label = "User" if turn.role == "user" else "Assistant"
+            role = "tool" if turn.is_tool_note else turn.role
+            label = role.capitalize()
             for sentence in _sentences(turn.content):
-                tier = _tier(sentence, turn.role)
+                tier = _tier(sentence, role)
                 if tier is not None:
                     new.append(_Fact(f"- {label}: {sentence}", tier, False, len(new)))
 

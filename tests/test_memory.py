@@ -117,6 +117,31 @@ EXPECTED_SCHEMA = [
     ),
     (
         "table",
+        "owner_settings",
+        "CREATE TABLE owner_settings ( owner TEXT PRIMARY KEY CHECK (length(owner) BETWEEN 1 "
+        "AND 200), about_me INTEGER NOT NULL DEFAULT 0 CHECK (about_me IN (0, 1)), time_zone "
+        "TEXT CHECK (time_zone IS NULL OR length(time_zone) BETWEEN 1 AND 64) )",
+    ),
+    (
+        "table",
+        "pinned_facts",
+        "CREATE TABLE pinned_facts ( id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL "
+        "CHECK (length(owner) BETWEEN 1 AND 200), conversation_id TEXT REFERENCES conversations "
+        "(id) ON DELETE CASCADE, content TEXT NOT NULL CHECK (length(content) BETWEEN 1 AND "
+        "500), created_at REAL NOT NULL, source_turn_id INTEGER )",
+    ),
+    (
+        "index",
+        "pinned_facts_conversation",
+        "CREATE INDEX pinned_facts_conversation ON pinned_facts (conversation_id)",
+    ),
+    (
+        "index",
+        "pinned_facts_scope",
+        "CREATE INDEX pinned_facts_scope ON pinned_facts (owner, conversation_id, id)",
+    ),
+    (
+        "table",
         "recall_fts",
         "CREATE VIRTUAL TABLE recall_fts USING fts5(body, content = '', "
         "tokenize = 'porter unicode61 remove_diacritics 2')",
@@ -157,7 +182,18 @@ EXPECTED_SCHEMA = [
         "output_tokens >= 0), latency_ms INTEGER CHECK (latency_ms IS NULL OR latency_ms >= 0), "
         "first_token_ms INTEGER CHECK (first_token_ms IS NULL OR first_token_ms >= 0), status "
         "TEXT NOT NULL CHECK (status IN ('ok', 'error', 'stopped', 'refused')), error_kind TEXT, "
-        "created_at REAL NOT NULL )",
+        "created_at REAL NOT NULL , persona_chars INTEGER CHECK (persona_chars IS NULL OR "
+        "persona_chars >= 0), pinned_chars INTEGER CHECK (pinned_chars IS NULL OR pinned_chars "
+        ">= 0), summary_chars INTEGER CHECK (summary_chars IS NULL OR summary_chars >= 0), "
+        "recalled_chars INTEGER CHECK (recalled_chars IS NULL OR recalled_chars >= 0), "
+        "recent_chars INTEGER CHECK (recent_chars IS NULL OR recent_chars >= 0), budget_chars "
+        "INTEGER CHECK (budget_chars IS NULL OR budget_chars >= 0))",
+    ),
+    (
+        "index",
+        "turn_metrics_conversation",
+        "CREATE INDEX turn_metrics_conversation ON turn_metrics (conversation_id, id) WHERE "
+        "conversation_id IS NOT NULL",
     ),
     (
         "index",
@@ -186,7 +222,9 @@ EXPECTED_SCHEMA = [
         "1 AND 10000), created_at REAL NOT NULL, is_summary INTEGER NOT NULL DEFAULT 0 CHECK "
         "(is_summary = (role = 'summary')), compacted INTEGER NOT NULL DEFAULT 0 CHECK (compacted "
         "IN (0, 1)), incomplete INTEGER NOT NULL DEFAULT 0 CHECK (incomplete IN (0, 1)), "
-        "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, CHECK ((role = "
+        "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, origin TEXT CHECK "
+        "(origin IS NULL OR (origin = 'edited' AND role = 'summary') OR (origin = 'tool' AND "
+        "role = 'user')), CHECK ((role = "
         "'summary') = (covers_to_id IS NOT NULL)), CHECK (covers_from_id IS NULL OR "
         "covers_from_id <= covers_to_id) )",
     ),

@@ -33,6 +33,7 @@ from memory.sql import (
     KIND_CONVERSATION,
     KIND_HIT,
     KIND_NEXT,
+    KIND_PINNED,
     KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
@@ -48,13 +49,13 @@ SMALL = MemoryPolicy(
 )
 
 
-def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None)):
-    """The 11 turn columns, in memory.sql.TURN_COLUMNS order."""
-    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0)
+def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None), origin=None):
+    """The 12 turn columns, in memory.sql.TURN_COLUMNS order."""
+    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, origin)
 
 
 def conversation(message_count, active_count):
-    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 11
+    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 12
 
 
 def recent(*turns):
@@ -75,8 +76,16 @@ def previous(t, of):
     return (KIND_PREV, *t, None, of)
 
 
-def summary(content, covers_count=40):
-    return (KIND_SUMMARY, *turn(90, "summary", content, is_summary=1, covers=(1, 40, covers_count)))
+def summary(content, covers_count=40, origin=None):
+    return (
+        KIND_SUMMARY,
+        *turn(90, "summary", content, is_summary=1, covers=(1, 40, covers_count), origin=origin),
+    )
+
+
+def pinned(fid, content, conv="c"):
+    """A KIND_PINNED row: memory.sql.PINNED_COLUMNS, then padding."""
+    return (KIND_PINNED, fid, "owner", conv, content, float(fid), None) + (None,) * 8
 
 
 def test_no_conversation_row_is_not_found():
@@ -287,6 +296,31 @@ def test_recent_messages_carry_a_date_line_per_day_and_old_ones_their_dates():
     assert render_messages(today) == today.messages()
     # Without a time to render against (hand-made windows), the turns go as they are.
     assert render_messages(ContextWindow(None, turns, 0, 100)) == window.messages()
+
+
+def test_pinned_facts_come_first_in_the_note_and_out_of_the_budget():
+    rows = [
+        conversation(4, 4),
+        pinned(7, "about: lives in Porto", conv=None),
+        pinned(5, "I'm vegetarian"),
+        pinned(3, "red line 15%"),
+        summary("s" * 100, origin="edited"),
+        *recent(turn(1, "user", "u" * 160), turn(2, "assistant", "a" * 160)),
+        *recent(turn(4, "user", "v" * 160)),
+    ]
+    ctx = assemble_context(rows, SMALL)
+    assert [p.id for p in ctx.pinned] == [3, 5, 7]  # the conversation's, then about me
+    # 47 pinned + 100 summary leave 453: the two newest turns fit, the oldest is evicted
+    # (and the window may not open on the assistant turn, so it goes too).
+    assert ctx.part_chars() == {"pinned": 47, "summary": 100, "recalled": 0, "recent": 160}
+    assert ctx.chars == 307 and ctx.evicted_ids == [1, 2]
+    assert render_memory(ctx) == (
+        MEMORY_NOTE_HEADER + "\n\nPinned facts (the user pinned these; always keep them in mind):"
+        "\n- red line 15%\n- I'm vegetarian"
+        "\n\nAbout the user (pinned by them for all their conversations):"
+        "\n- about: lives in Porto"
+        "\n\nSummary of the earlier conversation (written by the user):\n" + "s" * 100
+    )
 
 
 # -- agrees with the store -------------------------------------------------------------------
