@@ -58,6 +58,7 @@ from .errors import (
 )
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
+from .tools import Toolbox, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,16 @@ class Cleared:
     result: ResetResult
 
 
-ChatEvent = Delta | Done | Cleared
+@dataclass(frozen=True)
+class ToolUsed:
+    """The model called a tool; its note is saved on the user's side of the history."""
+
+    name: str
+    status: str  # "ok" | "error"
+    note: str  # what the history keeps: name, key arguments, status
+
+
+ChatEvent = Delta | Done | Cleared | ToolUsed
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,19 @@ def compose_system(persona_prompt: str, context: ContextWindow) -> str:
     """Persona prompt, then the memory note (memory's one renderer) when there is one."""
     note = render_memory(context)
     return persona_prompt if note is None else persona_prompt + "\n\n" + note
+
+
+def part_sizes(persona_prompt: str, context: ContextWindow, messages: list[Message]) -> dict:
+    """Characters of each part the model receives, for the metrics (never the text)."""
+    parts = context.part_chars()
+    return {
+        "persona_chars": len(persona_prompt),
+        "pinned_chars": parts["pinned"],
+        "summary_chars": parts["summary"],
+        "recalled_chars": parts["recalled"],
+        "recent_chars": sum(len(m["content"]) for m in messages),
+        "budget_chars": context.budget,
+    }
 
 
 @dataclass
@@ -163,6 +186,7 @@ class _Turn:
     admission: _Admission
     parts: list[str] = field(default_factory=list)
     first_token_ms: int | None = None
+    sizes: dict[str, int] = field(default_factory=dict)  # part_sizes() of what was sent
 
     @property
     def text(self) -> str:
@@ -231,7 +255,9 @@ class ChatService:
                 recent = await self.store.transcript(owner, conv_id, limit=5)
             except StorageUnavailable as exc:
                 raise StorageError(_STORAGE_DOWN.format(action="retry")) from exc
-            question = next((t for t in reversed(recent) if not t.is_summary), None)
+            question = next(
+                (t for t in reversed(recent) if not t.is_summary and not t.is_tool_note), None
+            )
             if question is None or question.role != "user":
                 raise NothingToRetry("There is no message to answer again yet: send one first.")
             context = await self.store.context(owner, conv_id, query=question.content)
@@ -259,12 +285,20 @@ class ChatService:
         degraded: bool,
     ) -> AsyncIterator[ChatEvent]:
         system = compose_system(persona.prompt, context)
+        turn.sizes = part_sizes(persona.prompt, context, messages)
         settings = Settings(temperature=persona.temperature)
         started = time.perf_counter()
-        stream = self.model.stream(system, messages, settings)
+        if getattr(self.model, "supports_tools", False):
+            tools = self.toolbox(turn.owner, turn.conv_id)
+            stream = self.model.stream(system, messages, settings, tools=tools)
+        else:  # the offline model does without tools
+            stream = self.model.stream(system, messages, settings)
         try:
             async with contextlib.aclosing(stream):
                 async for chunk in stream:
+                    if isinstance(chunk, ToolCall):
+                        yield await self._tool_note(turn, chunk)
+                        continue
                     if turn.first_token_ms is None:
                         turn.first_token_ms = _ms_since(started)
                     turn.parts.append(chunk)
@@ -342,12 +376,42 @@ class ChatService:
             first_token_ms=turn.first_token_ms,
             status=metrics_status,  # type: ignore[arg-type]
             error_kind=_error_kind(error),
+            **turn.sizes,
         )
         turn.admission.handed_off = True
         self._spawn(self._record(turn.owner, turn.conv_id, metrics, turn.admission))
         if saved:
             self._spawn(self._summarize(turn.owner, turn.conv_id))
         return saved
+
+    def toolbox(self, owner: str, conv_id: str) -> Toolbox:
+        """The tools the model may call in a turn of this owner and conversation."""
+        return Toolbox(self.store, owner, conv_id, self.search_memory, self.clock)
+
+    async def search_memory(
+        self, owner: str, query: str, leave_out: str | None = None
+    ) -> list[dict[str, str]]:
+        """The owner's messages matching `query`, newest first (the sidebar's search), except
+        those of the conversation `leave_out`: the search_memory tool."""
+        hits = await self.store.search(owner, query, limit=20, mark=("", ""))
+        return [
+            {
+                "conversation": h.conversation_title or "Untitled",
+                "role": h.role,
+                "snippet": h.snippet,
+                "date": time.strftime("%Y-%m-%d", time.gmtime(h.created_at)),
+            }
+            for h in hits
+            if h.conversation_id != leave_out
+        ]
+
+    async def _tool_note(self, turn: _Turn, call: ToolCall) -> ToolUsed:
+        """Save the call's note as a user-side turn (never as the assistant's words)."""
+        try:
+            await self.store.append(turn.owner, turn.conv_id, "user", call.note, origin="tool")
+        except MemoryStoreError as exc:  # the turn goes on; the note is on screen only
+            log.warning("tool note not saved: %s", type(exc).__name__)
+        return ToolUsed(name=call.name, status=call.status, note=call.note)
 
     # -- the other actions --------------------------------------------------------------
 

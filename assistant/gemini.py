@@ -28,6 +28,7 @@ from .errors import (
     RateLimited,
 )
 from .models import Message, ReplyStream, Settings, clip_reply, merge_same_roles
+from .tools import Toolbox, ToolCall
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 # ~4 characters per token in English: 2,500 tokens stay under the 10,000-character storage
@@ -36,6 +37,7 @@ DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_MAX_OUTPUT_TOKENS = 2_500
 THINKING_HEADROOM = 8_192
 TIMEOUT_MS = 120_000
+MAX_TOOL_ROUNDS = 3  # function-call rounds in one reply; then the model must answer
 KEY_HELP = "Set GEMINI_API_KEY (or GOOGLE_API_KEY); get a key at https://aistudio.google.com/apikey"
 
 _SAFETY_REASONS = {
@@ -91,6 +93,8 @@ def to_contents(messages: list[Message]) -> list[types.Content]:
 class GeminiModel:
     """A Gemini model behind google-genai's async client."""
 
+    supports_tools = True
+
     def __init__(
         self,
         api_key: str,
@@ -109,7 +113,11 @@ class GeminiModel:
         return f"GeminiModel({self.model_id!r})"
 
     def _config(
-        self, system: str | None, temperature: float | None, max_output_tokens: int
+        self,
+        system: str | None,
+        temperature: float | None,
+        max_output_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
     ) -> types.GenerateContentConfig:
         # Thinking tokens count against max_output_tokens and delay the first token. A chat
         # reply does not need them, but only 2.5 Flash models accept a budget of 0; other models
@@ -119,27 +127,103 @@ class GeminiModel:
             thinking = types.ThinkingConfig(thinking_budget=0)
         else:
             max_output_tokens += THINKING_HEADROOM
+        declared = None
+        if tools:
+            declared = [
+                types.Tool(
+                    function_declarations=[
+                        types.FunctionDeclaration(
+                            name=d["name"],
+                            description=d["description"],
+                            parameters_json_schema=d["parameters"],
+                        )
+                        for d in tools
+                    ]
+                )
+            ]
         return types.GenerateContentConfig(
             system_instruction=system or None,
             temperature=temperature,
             max_output_tokens=max_output_tokens,
             thinking_config=thinking,
-            # No tools here: skip the SDK's client-side function-calling loop.
+            tools=declared,
+            # We run the function calls ourselves (chat.py stores a note of each): the SDK's
+            # client-side function-calling loop stays off.
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
 
-    def stream(self, system: str, messages: list[Message], settings: Settings) -> ReplyStream:
-        """Stream a reply; see ReplyStream."""
-        return ReplyStream(lambda reply: self._produce(reply, system, messages, settings))
+    def stream(
+        self,
+        system: str,
+        messages: list[Message],
+        settings: Settings,
+        tools: Toolbox | None = None,
+    ) -> ReplyStream:
+        """Stream a reply; see ReplyStream. With `tools`, the model may call them: each call
+        is run, yielded as a ToolCall between the text chunks, and its result sent back."""
+        return ReplyStream(lambda reply: self._produce(reply, system, messages, settings, tools))
 
     async def _produce(
-        self, reply: ReplyStream, system: str, messages: list[Message], settings: Settings
-    ) -> AsyncIterator[str]:
-        config = self._config(
-            system,
-            settings.temperature,
-            settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS,
-        )
+        self,
+        reply: ReplyStream,
+        system: str,
+        messages: list[Message],
+        settings: Settings,
+        tools: Toolbox | None,
+    ) -> AsyncIterator[str | ToolCall]:
+        max_tokens = settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        declared = tools.declarations() if tools is not None else None
+        contents = to_contents(messages)
+        sent = 0
+        earlier = (0, 0)  # tokens of the finished rounds: a tool turn costs all of them
+        for round_ in range(MAX_TOOL_ROUNDS + 1):
+            # The last round offers no tools, so the model has to answer in words.
+            offer = declared if round_ < MAX_TOOL_ROUNDS else None
+            config = self._config(system, settings.temperature, max_tokens, offer)
+            model_parts: list[types.Part] = []
+            calls: list[types.FunctionCall] = []
+            async for response in self._responses(contents, config):
+                _raise_if_blocked(response)
+                usage = _round_usage(response)
+                if usage is not None:  # the last count of a round is the round's total
+                    reply.usage.input_tokens = earlier[0] + usage[0]
+                    reply.usage.output_tokens = earlier[1] + usage[1]
+                if response.candidates and response.candidates[0].finish_reason:
+                    reply.finish_reason = str(response.candidates[0].finish_reason.value)
+                for part in _parts_of(response):
+                    if part.function_call is not None:
+                        calls.append(part.function_call)
+                        model_parts.append(part)  # replayed whole: it may carry a signature
+                text, cut = clip_reply(_text_of(response), sent, settings.max_reply_chars)
+                if text:
+                    model_parts.append(types.Part(text=text))
+                    sent += len(text)
+                    yield text
+                if cut:
+                    reply.truncated = True
+                    reply.finish_reason = "MAX_CHARS"
+                    return
+            if not calls or tools is None:
+                return
+            earlier = (reply.usage.input_tokens or 0, reply.usage.output_tokens or 0)
+            answers = []
+            for call in calls:
+                done = await tools.call(call.name or "", dict(call.args or {}))
+                yield done
+                answers.append(
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id=call.id, name=call.name, response=done.result
+                        )
+                    )
+                )
+            contents.append(types.Content(role="model", parts=model_parts))
+            contents.append(types.Content(role="user", parts=answers))
+
+    async def _responses(
+        self, contents: list[types.Content], config: types.GenerateContentConfig
+    ) -> AsyncIterator[types.GenerateContentResponse]:
+        """One streamed generateContent call's responses, SDK errors mapped to ours."""
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
         async def pump() -> None:
@@ -149,7 +233,7 @@ class GeminiModel:
             # leaving half-read generators to the garbage collector.
             try:
                 responses = await self._client.aio.models.generate_content_stream(
-                    model=self.model_id, contents=to_contents(messages), config=config
+                    model=self.model_id, contents=contents, config=config
                 )
                 async for response in responses:
                     queue.put_nowait(("response", response))
@@ -159,7 +243,6 @@ class GeminiModel:
                 queue.put_nowait(("end", None))
 
         reader = asyncio.get_running_loop().create_task(pump())
-        sent = 0
         try:
             while True:
                 kind, value = await queue.get()
@@ -169,21 +252,7 @@ class GeminiModel:
                     if isinstance(value, _SDK_ERRORS):
                         raise self.error_for(value) from value
                     raise value
-                response: types.GenerateContentResponse = value
-                _raise_if_blocked(response)
-                if response.usage_metadata is not None:
-                    reply.usage.input_tokens = response.usage_metadata.prompt_token_count
-                    reply.usage.output_tokens = response.usage_metadata.candidates_token_count
-                if response.candidates and response.candidates[0].finish_reason:
-                    reply.finish_reason = str(response.candidates[0].finish_reason.value)
-                text, cut = clip_reply(_text_of(response), sent, settings.max_reply_chars)
-                if text:
-                    sent += len(text)
-                    yield text
-                if cut:
-                    reply.truncated = True
-                    reply.finish_reason = "MAX_CHARS"
-                    return
+                yield value
         finally:
             if not reader.done():
                 reader.cancel()
@@ -278,11 +347,21 @@ def _retry_delay(details: object) -> str | None:
     return None
 
 
-def _text_of(response: types.GenerateContentResponse) -> str:
+def _parts_of(response: types.GenerateContentResponse) -> list[types.Part]:
     if not response.candidates or not response.candidates[0].content:
-        return ""
-    parts = response.candidates[0].content.parts or []
-    return "".join(p.text for p in parts if p.text and not p.thought)
+        return []
+    return list(response.candidates[0].content.parts or [])
+
+
+def _text_of(response: types.GenerateContentResponse) -> str:
+    return "".join(p.text for p in _parts_of(response) if p.text and not p.thought)
+
+
+def _round_usage(response: types.GenerateContentResponse) -> tuple[int, int] | None:
+    meta = response.usage_metadata
+    if meta is None:
+        return None
+    return meta.prompt_token_count or 0, meta.candidates_token_count or 0
 
 
 def _raise_if_blocked(response: types.GenerateContentResponse) -> None:

@@ -12,10 +12,12 @@ Embeddings are a deterministic bag of hashed words (texts that share words point
 of the requested `outputDimensionality` (768 by default); a queued error answers them too.
 
 Every request is recorded (path, model, parsed JSON body, headers) so tests can assert on what the
-SDK really sent. Responses are scripted: queue replies, HTTP errors, safety blocks or a stream that
-breaks half-way with the `reply`/`error`/... methods; when the queue is empty the `default` callable
-answers. Streams are sent with chunked transfer encoding, so a stream cut short is a real protocol
-error to the client (peer closed before the terminating chunk), as with a dropped connection.
+SDK really sent, including the functions offered and the functionResponse parts sent back.
+Responses are scripted: queue replies, function calls (`call`), HTTP errors, safety blocks or a
+stream that breaks half-way with the `reply`/`call`/`error`/... methods; when the queue is empty
+the `default` callable answers. Streams are sent with chunked transfer encoding, so a stream cut
+short is a real protocol error to the client (peer closed before the terminating chunk), as with a
+dropped connection.
 """
 
 from __future__ import annotations
@@ -76,6 +78,35 @@ class Recorded:
     def generation_config(self) -> dict[str, Any]:
         return self.body.get("generationConfig", {})
 
+    @property
+    def function_names(self) -> list[str]:
+        """The functions the request offered the model (its `tools` declarations)."""
+        return [
+            d["name"]
+            for tool in self.body.get("tools", [])
+            for d in tool.get("functionDeclarations", [])
+        ]
+
+    @property
+    def function_calls(self) -> list[dict[str, Any]]:
+        """The functionCall parts replayed in the contents (the model's earlier calls)."""
+        return [
+            p["functionCall"]
+            for c in self.body.get("contents", [])
+            for p in c.get("parts", [])
+            if "functionCall" in p
+        ]
+
+    @property
+    def function_responses(self) -> list[dict[str, Any]]:
+        """The functionResponse parts the client sent back: {"name", "response", "id"?}."""
+        return [
+            p["functionResponse"]
+            for c in self.body.get("contents", [])
+            for p in c.get("parts", [])
+            if "functionResponse" in p
+        ]
+
 
 @dataclass
 class Reply:
@@ -88,6 +119,8 @@ class Reply:
     chunk_delay: float = 0.0
     break_after: int | None = None  # stream only: close the connection after this many chunks
     gate: threading.Event | None = None  # stream only: wait for it before sending chunk 2 onwards
+    # Function calls the model makes, sent with the last chunk: [{"name": ..., "args": {...}}].
+    function_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -138,6 +171,11 @@ class FakeGemini:
         scripted = Reply(chunks=list(chunks), **options)
         self._push(scripted)
         return scripted
+
+    def call(self, name: str, _text: str = "", **args: Any) -> Reply:
+        """Queue a response in which the model calls function `name` with `args` (after
+        `_text`, if any); the client is expected to run it and send a functionResponse."""
+        return self.reply(_text, function_calls=[{"name": name, "args": args}])
 
     def error(
         self,
@@ -373,8 +411,12 @@ def _usage(scripted: Reply) -> dict[str, int]:
     }
 
 
-def _candidate(text: str, finish_reason: str | None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
+def _candidate(
+    text: str, finish_reason: str | None, calls: list[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": text}] if text or not calls else []
+    parts += [{"functionCall": call} for call in calls]
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}}
     if finish_reason:
         candidate["finishReason"] = finish_reason
     candidate["index"] = 0
@@ -386,8 +428,9 @@ def _chunk_payloads(scripted: Reply) -> list[dict[str, Any]]:
     payloads = []
     for i, text in enumerate(chunks):
         last = i == len(chunks) - 1
+        calls = scripted.function_calls if last else []
         payload: dict[str, Any] = {
-            "candidates": [_candidate(text, scripted.finish_reason if last else None)],
+            "candidates": [_candidate(text, scripted.finish_reason if last else None, calls)],
             "modelVersion": "fake-gemini",
         }
         if last:
@@ -398,7 +441,9 @@ def _chunk_payloads(scripted: Reply) -> list[dict[str, Any]]:
 
 def _whole_payload(scripted: Reply) -> dict[str, Any]:
     return {
-        "candidates": [_candidate("".join(scripted.chunks), scripted.finish_reason)],
+        "candidates": [
+            _candidate("".join(scripted.chunks), scripted.finish_reason, scripted.function_calls)
+        ],
         "usageMetadata": _usage(scripted),
         "modelVersion": "fake-gemini",
     }
