@@ -13,6 +13,7 @@ from memory import (
     ConversationStore,
     EmptyMessage,
     MessageTooLong,
+    OwnerSettings,
     StorageUnavailable,
     TurnMetrics,
 )
@@ -58,6 +59,13 @@ async def test_garbage_file_fails_open_and_recovers(tmp_path):
     assert await store.purge_expired() == 0
     assert not await store.summarize_if_needed("ana", conv.id)
     await store.record_metrics("ana", conv.id, TurnMetrics(model="m"))  # logged, not raised
+    # The memory panel shows nothing rather than an error; a tool note degrades like a turn.
+    assert await store.pinned("ana", "some-real-looking-id") == []
+    assert await store.about_me("ana") == []
+    assert await store.settings("ana") == OwnerSettings()
+    assert await store.conversation_metrics("ana", conv.id) == []
+    note = await store.append("ana", conv.id, "user", "Tool note: today() → ok", origin="tool")
+    assert not note.saved and note.is_tool_note
     assert store.degraded
 
     # Validation errors still raise; the quota fails closed.
@@ -101,6 +109,15 @@ FAILS_CLOSED = {
     "token_by_hash": ("0" * 64,),
     # An import that cannot be stored must say so, not pretend.
     "import_conversation": ("ana", [("user", "hi", 1.0)]),
+    # The memory panel's changes: the user asked for them, so they say they did not happen.
+    "pin": ("ana", "c", "I'm vegetarian"),
+    "unpin": ("ana", 1),
+    "set_about_me": ("ana", True),
+    "set_time_zone": ("ana", "Europe/Lisbon"),
+    "write_summary": ("ana", "c", "edited"),
+    "export": ("ana",),
+    "import_archive": ("ana", "{}"),
+    "delete_owner": ("ana",),
 }
 
 
