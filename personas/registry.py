@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -393,6 +394,20 @@ class PersonaRegistry:
                 "its versions instead."
             )
         return self.rollback(owner, persona_id, 0)
+
+    def forget_owner(self, owner: str) -> int:
+        """Delete every version this owner saved (their "delete all my data"); built-ins
+        stay. Returns how many version files went."""
+        folder = self.root / _owner_key(owner)
+        removed = 0
+        if folder.is_dir():
+            removed = sum(1 for p in folder.rglob("*") if p.is_file())
+            shutil.rmtree(folder)
+        with self._locks_guard:
+            self._saved_cache = {
+                k: v for k, v in self._saved_cache.items() if folder not in k.parents
+            }
+        return removed
 
     def is_builtin(self, persona_id: str) -> bool:
         """Whether `persona_id` ships as a built-in file."""
