@@ -38,16 +38,21 @@ def badge_text(status: MemoryStatus, model_name: str) -> str:
         parts = []
         if status.summarizing:
             parts.append("🗜️ Summarizing…")
-        if status.active == 0 and status.summaries == 0:
+        if status.active == 0 and status.summaries == 0 and not status.pinned:
             parts.append("💤 Nothing remembered yet")
         else:
             lead = f"Remembering {_plural(status.active, 'message')}"
             parts.append(lead if status.summarizing else "🧠 " + lead)
             if status.summaries:
-                parts.append(f"summary of {status.summary_covers} earlier")
+                edited = " (edited by you)" if status.summary_edited else ""
+                parts.append(f"summary of {status.summary_covers} earlier{edited}")
+            if status.pinned:
+                parts.append(f"📌 {status.pinned} pinned")
             parts.append(
                 f"{compact_number(status.context_chars)}/{compact_number(status.budget)} chars"
             )
+        if status.about_me_on:
+            parts.append("👤 About me on")
     parts.append(model_name)
     if status.retention_minutes and not status.degraded:
         parts.append(f"⏳ Forgets after {idle_text(status.retention_minutes)} idle")

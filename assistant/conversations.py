@@ -70,6 +70,7 @@ from .records import (
     SearchResults,
     TranscriptPage,
 )
+from .steering import MemoryControls
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +157,9 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
     )
 
 
-class Conversations:
-    """Conversations, their memory, the chat turn and the persona editor, for one app."""
+class Conversations(MemoryControls):
+    """Conversations, their memory, the chat turn and the persona editor, for one app. The
+    memory panel's operations (pins, summary, export/import, ...) are in MemoryControls."""
 
     def __init__(self, service: ChatService) -> None:
         self.service = service
@@ -168,6 +170,8 @@ class Conversations:
         # whether new replies may still start.
         self.replies: set[asyncio.Task[Any]] = set()
         self.draining = False
+        # The model's search_memory tool is the sidebar's search.
+        service.search_memory = self.search_for_tools  # type: ignore[method-assign]
 
     @property
     def model_name(self) -> str:

@@ -1,0 +1,171 @@
+"""The facade's memory-panel operations (assistant/steering.py) and the panel's views: real
+SQLite, real personas, the real google-genai client against the fake Gemini server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assistant.badge import badge_text
+from assistant.errors import InvalidInput, NotFound
+from ui import views
+
+OWNER = "ana"
+OTHER = "bob"
+
+
+@pytest.fixture
+async def conversations(rt):
+    return await rt.conversations()
+
+
+async def send(conversations, conv_id, text, owner=OWNER):
+    return [e async for e in conversations.send(owner, conv_id, text)]
+
+
+async def test_the_plots_rows_are_the_stored_metrics_of_the_turns_sent(rt, conversations, fake):
+    conv = await conversations.create(OWNER)
+    await conversations.pin(OWNER, conv.id, "I'm vegetarian")
+    texts = ["Hello there", "What should I cook?", "Something with lentils please"]
+    for text in texts:
+        await send(conversations, conv.id, text)
+    await (await rt.service()).wait_background()
+    panel = await conversations.memory(OWNER, conv.id)
+    parts, tokens, latency = views.plot_frames(panel.metrics)
+    requests = fake.of("streamGenerateContent")
+    assert len(requests) == 3 and sorted(set(parts["turn"])) == [1, 2, 3]
+    prompt_chars = len((await conversations.preview(OWNER, conv.id)).system_prompt)
+    for turn, request in enumerate(requests, start=1):
+        sent = dict(parts[parts["turn"] == turn][["part", "chars"]].itertuples(index=False))
+        assert sent == {
+            "persona": prompt_chars,
+            "pinned": len("I'm vegetarian"),
+            "summary": 0,
+            "recalled": 0,
+            "recent": sum(len(text) for _, text in request.turns),
+            "budget": 12_000,
+        }
+        assert request.system_text.startswith(
+            (await conversations.preview(OWNER, conv.id)).system_prompt
+        )
+    assert list(tokens[tokens["kind"] == "input"]["tokens"]) == [11, 11, 11]  # the fake's count
+    assert list(tokens[tokens["kind"] == "output"]["tokens"]) == [
+        len(f"You said: {t}".split()) for t in texts
+    ]
+    assert len(latency) == 3 and (latency["seconds"] >= 0).all()
+    # Reset restarts the plots.
+    await conversations.reset(OWNER, conv.id)
+    assert (await conversations.memory(OWNER, conv.id)).metrics == []
+
+
+async def test_the_panel_shows_summary_pins_about_me_and_recall(conversations):
+    conv = await conversations.create(OWNER)
+    store = conversations.store
+    await store.append(OWNER, conv.id, "user", "The Kestrel invoice is due on 3 May.")
+    for i in range(1, 101):
+        await store.append(OWNER, conv.id, "assistant" if i % 2 else "user", f"message {i}")
+    assert await store.summarize_if_needed(OWNER, conv.id)
+    await conversations.pin(OWNER, conv.id, "Red line is 15%")
+    await conversations.pin(OWNER, None, "I live in Porto", about_me=True)
+    panel = await conversations.memory(OWNER, conv.id, draft="when is the Kestrel invoice due?")
+    assert "Kestrel" in panel.summary.content and not panel.summary.edited
+    assert [p.content for p in panel.pinned] == ["Red line is 15%"]
+    assert [p.content for p in panel.about_me] == ["I live in Porto"] and not panel.about_me_on
+    assert any("Kestrel invoice" in r["content"] for r in panel.recalled)
+    assert "would come back" in views.recall_markdown(panel.recalled, "Kestrel")
+    assert "About me is off" in views.pins_note(
+        panel.pinned, panel.about_me, panel.about_me_on, panel
+    )
+    assert await conversations.set_about_me(OWNER, True)
+    status = await conversations.status(OWNER, conv.id)
+    assert status.about_me_on and status.pinned == 2
+    assert "👤 About me on" in badge_text(status, "Gemini") and "📌 2 pinned" in badge_text(
+        status, "Gemini"
+    )
+    written = await conversations.write_summary(OWNER, conv.id, "Kestrel owes 12,400 EUR.")
+    assert "Edited by you" in views.summary_note(written)
+    new_chat = await conversations.memory(OWNER, None)
+    assert new_chat.summary is None and [p.content for p in new_chat.about_me] == [
+        "I live in Porto"
+    ]
+
+
+async def test_panel_errors_are_user_errors_and_nothing_crosses_owners(conversations):
+    conv = await conversations.create(OWNER)
+    with pytest.raises(InvalidInput, match="no summary yet"):
+        await conversations.write_summary(OWNER, conv.id, "made up")
+    with pytest.raises(InvalidInput, match="empty"):
+        await conversations.pin(OWNER, conv.id, "  ")
+    with pytest.raises(InvalidInput, match="Send a first message"):
+        await conversations.pin(OWNER, None, "no chat yet")
+    fact = await conversations.pin(OWNER, conv.id, "mine")
+    with pytest.raises(NotFound):
+        await conversations.memory(OTHER, conv.id)
+    with pytest.raises(InvalidInput, match="does not exist"):
+        await conversations.unpin(OTHER, fact.id)
+    with pytest.raises(NotFound):
+        await conversations.export(OTHER, conv.id)
+    assert await conversations.set_time_zone(OWNER, "Not/AZone") is None
+    assert await conversations.set_time_zone(OWNER, "Asia/Taipei") == "Asia/Taipei"
+
+
+async def test_export_import_between_owners_gives_the_same_next_request(conversations, fake):
+    conv = await conversations.create(OWNER, persona_id="finance")
+    await send(conversations, conv.id, "Our gross-margin red line is 15%.")
+    await conversations.pin(OWNER, conv.id, "Client: Kestrel")
+    text = await conversations.export(OWNER, conv.id)
+    doc = json.loads(text)
+    snapshot = doc["conversations"][0]["persona"]["snapshot"]
+    assert snapshot["display_name"] and "finance" in snapshot["yaml"]
+
+    imported = await conversations.import_file(OTHER, text.encode())
+    (copy,) = imported.conversations
+    assert imported.notes == [] and copy.owner == OTHER
+    mine = await conversations.preview(OWNER, conv.id, draft="and the red line?")
+    theirs = await conversations.preview(OTHER, copy.id, draft="and the red line?")
+    assert (theirs.system_instruction, theirs.turns) == (mine.system_instruction, mine.turns)
+    fake.reply("15%.")
+    await send(conversations, conv.id, "What is the red line?")
+    fake.reply("15%.")
+    await send(conversations, copy.id, "What is the red line?", owner=OTHER)
+    first, second = fake.requests[-2:]
+    assert (first.system_text, first.turns) == (second.system_text, second.turns)
+
+
+@pytest.mark.parametrize(
+    "raw,error",
+    [
+        (b"\xff\xfe not json", "not valid JSON"),
+        (b'{"format": "mnemo-export", "version": 2, "conversations": []}', "version 1"),
+        (b" " * 20_000_001, "at most 20 MB"),
+    ],
+)
+async def test_a_bad_import_is_refused_clearly_and_saves_nothing(conversations, raw, error):
+    with pytest.raises(InvalidInput, match=error):
+        await conversations.import_file(OWNER, raw)
+    assert await conversations.list(OWNER) == []
+
+
+async def test_an_edited_persona_in_the_file_is_reported(conversations):
+    conv = await conversations.create(OWNER, persona_id="finance")
+    doc = json.loads(await conversations.export(OWNER, conv.id))
+    doc["conversations"][0]["persona"]["snapshot"]["yaml"] += "\n# edited elsewhere\n"
+    imported = await conversations.import_file(OTHER, json.dumps(doc))
+    assert len(imported.notes) == 1 and "another version" in imported.notes[0]
+
+
+async def test_delete_everything_removes_all_of_the_owner_and_nothing_else(conversations):
+    mine = await conversations.create(OWNER)
+    await send(conversations, mine.id, "Kestrel owes us money")
+    await conversations.pin(OWNER, None, "I live in Porto", about_me=True)
+    document = await conversations.persona(OWNER, "assistant")
+    await conversations.save_persona(OWNER, document.yaml_text.replace("Mnemo", "Mnemo Plus", 1))
+    theirs = await conversations.create(OTHER)
+    await send(conversations, theirs.id, "Kestrel is my cat", owner=OTHER)
+    assert await conversations.delete_everything(OWNER) == 1
+    assert await conversations.list(OWNER) == []
+    assert (await conversations.memory(OWNER, None)).about_me == []
+    assert [v.version for v in await conversations.persona_versions(OWNER, "assistant")] == [0]
+    assert (await conversations.search(OWNER, "Kestrel")).results == []
+    assert len((await conversations.search(OTHER, "Kestrel")).results) == 1
