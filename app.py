@@ -8,6 +8,8 @@ own components and wires its own events to module-level handlers over plain valu
     ui/chat.py          the transcript, the chat's persona, send / stream / stop / retry / undo
     ui/memory_badge.py  the memory badge and Reset (every tab), the "what the model receives"
                         inspector
+    ui/memory_panel.py  the memory panel: summary, pinned facts, about me, recall for the
+                        draft, plots, export / import / delete all
     ui/personas_tab.py  the persona editor: YAML and form, versions, preview
     ui/page.py          what panels share: the `Page` record of components and the `ChatView`
 
@@ -30,7 +32,7 @@ from api.server import WebServer
 from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
-from ui import chat, memory_badge, personas_tab, sidebar
+from ui import chat, memory_badge, memory_panel, personas_tab, sidebar
 from ui.page import QUIET, ChatView, Page, open_latest, outputs
 from ui.sessions import browser_secret, owner_for
 
@@ -64,6 +66,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             with gr.Tab("💬 Chat", id="chat-tab", elem_id="chat-tab"):
                 pane = chat.render()
                 inspector = memory_badge.render_inspector()
+                memory = memory_panel.render()
             with gr.Tab("🎭 Personas", id="persona-tab", elem_id="persona-tab"):
                 editor = personas_tab.render()
 
@@ -91,7 +94,8 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         demo.load(None, js=sidebar.CLOSE_ON_NARROW_SCREENS, **QUIET)
         sidebar.wire(rt, page, side)
         chat.wire(rt, page, pane)
-        memory_badge.wire(rt, page)
+        memory_badge.wire(rt, page, header)
+        memory_panel.wire(rt, page, memory, loaded)
         personas_tab.wire(rt, page, editor, loaded)
     return demo
 

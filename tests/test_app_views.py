@@ -14,7 +14,7 @@ import app
 from assistant import config
 from assistant.gemini import GeminiModel
 from assistant.runtime import Runtime
-from memory import ResetResult, Turn
+from memory import MemoryStatus, MetricsRow, ResetResult, Turn, TurnMetrics
 from ui import sessions, views
 
 NOW = 1_800_000_000.0
@@ -297,3 +297,88 @@ def test_the_note_after_folded_messages():
     everything_folded = views.chat_messages([turn(1, True)], "Hi")
     assert everything_folded[-1]["content"] == views.folded_note(1)
     assert views.chat_messages([turn(1, False)], "Hi")[-1]["content"] == "m1"
+
+
+# -- the memory panel's views ------------------------------------------------------------------
+
+
+def test_a_tool_note_shows_as_a_collapsed_used_a_tool_message():
+    note = 'Tool note: search_memory(query="Kestrel") → ok, 2 matches'
+    turns = [
+        Turn(1, "c", "user", "Find Kestrel", 1.0),
+        Turn(2, "c", "user", note, 2.0, origin="tool"),
+        Turn(3, "c", "assistant", "Found two.", 3.0),
+    ]
+    shown = views.chat_messages(turns)
+    assert shown[1] == {
+        "role": "assistant",
+        "content": 'search_memory(query="Kestrel") → ok, 2 matches',
+        "metadata": {"title": "🛠️ Used a tool: search_memory", "status": "done"},
+    }
+    assert [m["role"] for m in shown] == ["user", "assistant", "assistant"]
+
+
+def test_the_reset_question_and_note_say_what_goes():
+    status = MemoryStatus(
+        total=12,
+        active=12,
+        compacted=0,
+        summaries=1,
+        summary_covers=0,
+        context_chars=0,
+        budget=12_000,
+        summarizing=False,
+        retention_minutes=None,
+        expires_at=None,
+        pinned=3,
+        about_me_on=True,
+        about_me_pins=1,
+    )
+    question = views.reset_question(status, "Trip to Lisbon")
+    assert "12 messages, the summary, 2 pinned facts and the title “Trip to Lisbon”" in question
+    assert "“about me” facts stay" in question
+    note = views.reset_note(
+        ResetResult(turns=12, summaries=1, chars=300, pinned=2, title_cleared=True)
+    )
+    assert (
+        note == "🧹 Memory cleared: forgot 12 messages and 1 summary, 2 pinned facts and the title "
+        "(300 characters)."
+    )
+
+
+def test_plot_frames_are_the_stored_numbers_one_point_per_call():
+    rows = [
+        MetricsRow(1, 1.0, TurnMetrics("m", 11, 4, 250, 30, "ok", None, 900, 14, 0, 0, 40, 12_000)),
+        MetricsRow(2, 2.0, TurnMetrics("m", None, None, None)),  # a call measured before m009
+    ]
+    parts, tokens, latency = views.plot_frames(rows)
+    assert parts.to_dict("records") == [
+        {"turn": 1, "part": p, "chars": c}
+        for p, c in [
+            ("persona", 900),
+            ("pinned", 14),
+            ("summary", 0),
+            ("recalled", 0),
+            ("recent", 40),
+            ("budget", 12_000),
+        ]
+    ]
+    assert tokens.to_dict("records") == [
+        {"turn": 1, "kind": "input", "tokens": 11},
+        {"turn": 1, "kind": "output", "tokens": 4},
+    ]
+    assert latency.to_dict("records") == [{"turn": 1, "seconds": 0.25}]
+    empty = views.plot_frames([])
+    assert [list(f.columns) for f in empty] == [
+        ["turn", "part", "chars"],
+        ["turn", "kind", "tokens"],
+        ["turn", "seconds"],
+    ]
+
+
+def test_summary_note_says_who_wrote_it():
+    assert "No summary" in views.summary_note(None)
+    mine = Turn(9, "c", "summary", "x", 1.0, is_summary=True, covers_count=81, origin="edited")
+    assert views.summary_note(mine).startswith("✏️ **Edited by you**")
+    theirs = Turn(9, "c", "summary", "x", 1.0, is_summary=True, covers_count=1)
+    assert "Written by the summarizer (covers 1 earlier message)" in views.summary_note(theirs)

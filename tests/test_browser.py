@@ -352,7 +352,13 @@ def test_reset_command_and_button_empty_memory(context, server, fake):
     send(page, "What is my name?", remembered=2)
     assert fake.of("streamGenerateContent")[-1].turns == [("user", "What is my name?")]
 
+    page.locator("#reset-btn").click()  # asks first, saying what will go
+    expect(page.locator("#reset-confirm-text")).to_contain_text("2 messages")
+    page.locator("#reset-no").click()
+    expect(page.locator("#reset-confirm")).to_be_hidden()
+    expect(badge(page)).to_contain_text("Remembering 2 messages")
     page.locator("#reset-btn").click()
+    page.locator("#reset-yes").click()
     expect(badge(page)).to_contain_text("Nothing remembered yet")
     expect(bot_messages(page).last).to_contain_text("forgot 2 messages")
     send(page, "Anyone there?", remembered=2)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from assistant.chat import Cleared, Delta, Done
+from assistant.chat import Cleared, Delta, Done, ToolUsed
 from assistant.conversations import Conversations
 from assistant.errors import InvalidMessage, UserError
 from assistant.runtime import Runtime
@@ -123,6 +123,12 @@ async def _stream(
             if isinstance(event, Delta):
                 reply += event.text
                 chat[-1] = {"role": "assistant", "content": views.message_markdown(reply)}
+                yield skipped(TurnView)._replace(
+                    conversation_id=conversation_id, chat=chat, turn_done=False
+                )
+            elif isinstance(event, ToolUsed):
+                # Shown collapsed above the reply; stored as a note on the user's side.
+                chat.insert(len(chat) - 1, views.tool_message(event.note))
                 yield skipped(TurnView)._replace(
                     conversation_id=conversation_id, chat=chat, turn_done=False
                 )

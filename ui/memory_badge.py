@@ -1,12 +1,13 @@
-"""The memory badge (what the assistant remembers, on every tab), its Reset button, and the
-inspector (what the model receives next, refreshed as the user types)."""
+"""The memory badge (what the assistant remembers, on every tab), its Reset button with a
+confirmation that says what will go, and the inspector (what the model receives next,
+refreshed as the user types)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -14,7 +15,7 @@ from assistant.errors import UserError
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
-from ui.page import QUIET, ChatView, Page, outputs, render_chat
+from ui.page import QUIET, ChatView, Page, extended, outputs, render_chat
 
 log = logging.getLogger("mnemo.app")
 
@@ -32,6 +33,32 @@ async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, dr
         log.warning("inspector preview failed", exc_info=True)
         return gr.skip()
     return views.preview_markdown(preview)
+
+
+class ResetConfirm(NamedTuple):
+    """The confirmation under the header: what a reset will forget."""
+
+    reset_confirm: Any  # gr.update(visible=...)
+    reset_text: str
+
+
+async def ask_reset(rt: Runtime, owner: str, conversation_id: str | None) -> ResetConfirm:
+    """The Reset button: say what will go, and wait for "Forget it"."""
+    with user_errors("reset the memory"):
+        require_owner(owner)
+        if not conversation_id:
+            notices.info("Nothing to forget yet: this chat is new.", title="Nothing to forget")
+            return ResetConfirm(gr.update(visible=False), "")
+        facade = await rt.conversations()
+        status = await facade.status(owner, conversation_id)
+        conversation = await facade.get(owner, conversation_id)
+        return ResetConfirm(
+            gr.update(visible=True), views.reset_question(status, conversation.title)
+        )
+
+
+def cancel_reset() -> Any:
+    return gr.update(visible=False)
 
 
 async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> ChatView:
@@ -55,6 +82,10 @@ async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> 
 class MemoryBadge:
     badge: gr.Markdown
     reset: gr.Button
+    reset_confirm: gr.Group
+    reset_text: gr.Markdown
+    reset_yes: gr.Button
+    reset_no: gr.Button
 
 
 def render_badge() -> MemoryBadge:
@@ -64,7 +95,12 @@ def render_badge() -> MemoryBadge:
         reset_btn = gr.Button(
             "🧹 Reset memory", size="sm", scale=0, min_width=140, elem_id="reset-btn"
         )
-    return MemoryBadge(badge, reset_btn)
+    with gr.Group(visible=False, elem_id="reset-confirm") as confirm:
+        text = gr.Markdown(elem_id="reset-confirm-text")
+        with gr.Row():
+            yes = gr.Button("Forget it", size="sm", variant="stop", elem_id="reset-yes")
+            no = gr.Button("Cancel", size="sm", elem_id="reset-no")
+    return MemoryBadge(badge, reset_btn, confirm, text, yes, no)
 
 
 # The inspector sits under the message box, so it opened below the fold: bring its top into
@@ -88,7 +124,14 @@ def render_inspector() -> gr.Markdown:
     return body
 
 
-def wire(rt: Runtime, page: Page) -> None:
+ResetView = extended(ChatView, "ResetView", reset_confirm=Any)
+
+
+async def confirmed_reset(rt: Runtime, owner: str, conversation_id: str | None) -> Any:
+    return ResetView(*await reset_memory(rt, owner, conversation_id), gr.update(visible=False))
+
+
+def wire(rt: Runtime, page: Page, header: MemoryBadge) -> None:
     owner, conversation_id = page.owner, page.conversation_id
     page.chat_input.input(
         partial(preview_draft, rt),
@@ -98,5 +141,12 @@ def wire(rt: Runtime, page: Page) -> None:
         **QUIET,
     )
     page.reset.click(
-        partial(reset_memory, rt), [owner, conversation_id], outputs(ChatView, page), **QUIET
+        partial(ask_reset, rt), [owner, conversation_id], outputs(ResetConfirm, header), **QUIET
+    )
+    header.reset_no.click(cancel_reset, None, [header.reset_confirm], queue=False, **QUIET)
+    header.reset_yes.click(
+        partial(confirmed_reset, rt),
+        [owner, conversation_id],
+        outputs(ResetView, page, header),
+        **QUIET,
     )

@@ -122,6 +122,9 @@ def chat_messages(
             folded = 0
         elif getattr(turn, "compacted", False):
             folded += 1
+        if getattr(turn, "is_tool_note", False):
+            messages.append(tool_message(turn.content))
+            continue
         content = message_markdown(turn.content)
         if turn.role == "assistant" and getattr(turn, "incomplete", False):
             content = f"{content}\n\n{STOPPED_NOTE}" if content else STOPPED_NOTE
@@ -257,11 +260,16 @@ def reset_note(result: Any) -> str:
     turns = getattr(result, "turns", 0) or 0
     summaries = getattr(result, "summaries", 0) or 0
     chars = getattr(result, "chars", 0) or 0
-    if not turns and not summaries:
+    pinned = getattr(result, "pinned", 0) or 0
+    if not turns and not summaries and not pinned:
         return "🧹 Nothing to forget: this conversation's memory was already empty."
     what = f"{turns} message{'s' if turns != 1 else ''}"
     if summaries:
         what += f" and {summaries} summar{'ies' if summaries != 1 else 'y'}"
+    if pinned:
+        what += f", {pinned} pinned fact{'s' if pinned != 1 else ''}"
+    if getattr(result, "title_cleared", False):
+        what += " and the title"
     return f"🧹 Memory cleared: forgot {what} ({chars:,} characters)."
 
 
@@ -325,3 +333,108 @@ def search_status(found: int, searchable: bool = True, available: bool = True) -
         return f"No matches.{hint}"
     noun = "conversation" if found == 1 else "conversations"
     return f"{found} {noun} — newest first"
+
+
+# ---- the memory panel ----------------------------------------------------------------------
+
+TOOL_TITLE = "🛠️ Used a tool: {name}"
+PLOT_PARTS = ("persona", "pinned", "summary", "recalled", "recent")
+
+
+def tool_message(note: str) -> dict[str, Any]:
+    """A tool note as a collapsed "used a tool" message (Gradio message metadata)."""
+    body = note.removeprefix("Tool note: ")
+    name = body.split("(", 1)[0] or "tool"
+    return {
+        "role": "assistant",
+        "content": message_markdown(body),  # its arguments are the model's text: as typed
+        "metadata": {"title": TOOL_TITLE.format(name=name), "status": "done"},
+    }
+
+
+def summary_note(summary: Any | None) -> str:
+    """Who wrote the summary the model gets, and what it covers."""
+    if summary is None:
+        return "_No summary in the memory: it is written when the conversation grows long._"
+    covers = summary.covers_count or 0
+    what = f"covers {covers:,} earlier message{'s' if covers != 1 else ''}"
+    if summary.edited:
+        return f"✏️ **Edited by you** — the model gets your text ({what})."
+    return f"Written by the summarizer ({what}). Edit it and save: the model gets your text."
+
+
+def fact_choices(facts: Iterable[Any]) -> list[tuple[str, int]]:
+    return [(f.content, f.id) for f in facts]
+
+
+def pins_note(pinned: Sequence[Any], about_me: Sequence[Any], about_me_on: bool, panel: Any) -> str:
+    """How much of the memory budget pinned facts take, and whether "about me" is sent."""
+    sent = sum(len(f.content) for f in pinned)
+    if about_me_on:
+        sent += sum(len(f.content) for f in about_me)
+    lines = [
+        f"{len(pinned)} pinned here · {compact_number(sent)} of "
+        f"{compact_number(panel.pin_budget)} characters for pins "
+        f"(of the {compact_number(panel.budget)} memory budget)"
+    ]
+    if about_me_on:
+        lines.append(f"👤 **About me is on**: {len(about_me)} fact(s) sent in every conversation.")
+    elif about_me:
+        lines.append(f"About me is off: {len(about_me)} fact(s) kept but not sent.")
+    return "  \n".join(lines)
+
+
+def recall_markdown(recalled: Sequence[dict[str, str]], draft: str | None) -> str:
+    """The older turns recall would bring back for the draft."""
+    if not (draft or "").strip():
+        return "_Type a message: the older turns it would bring back show here._"
+    if not recalled:
+        return "_Nothing older matches this message._"
+    lines = [f"{len(recalled)} older message{'s' if len(recalled) != 1 else ''} would come back:"]
+    for turn in recalled:
+        who = "You" if turn["role"] == "user" else "Assistant"
+        text = " ".join(turn["content"].split())
+        lines.append(f"- **{who}:** {html.escape(text[:300])}")
+    return "\n".join(lines)
+
+
+def plot_frames(rows: Sequence[Any]) -> tuple[Any, Any, Any]:
+    """The panel's plots from stored metrics (numbers, never text), one point per model call
+    since the last reset: characters by part and the memory budget they share (the persona's
+    prompt comes on top of it), tokens, and seconds."""
+    import pandas as pd
+
+    parts, tokens, latency = [], [], []
+    for turn, row in enumerate(rows, start=1):
+        m = row.metrics
+        for part in (*PLOT_PARTS, "budget"):  # the memory budget is a line of its own
+            value = getattr(m, f"{part}_chars")
+            if value is not None:
+                parts.append({"turn": turn, "part": part, "chars": value})
+        for kind, value in (("input", m.input_tokens), ("output", m.output_tokens)):
+            if value is not None:
+                tokens.append({"turn": turn, "kind": kind, "tokens": value})
+        if m.latency_ms is not None:
+            latency.append({"turn": turn, "seconds": m.latency_ms / 1000})
+    return (
+        pd.DataFrame(parts, columns=["turn", "part", "chars"]),
+        pd.DataFrame(tokens, columns=["turn", "kind", "tokens"]),
+        pd.DataFrame(latency, columns=["turn", "seconds"]),
+    )
+
+
+def reset_question(status: Any, title: str | None) -> str:
+    """The Reset confirmation: what will go."""
+    gone = [f"{status.total} message{'s' if status.total != 1 else ''}"]
+    if status.summaries:
+        gone.append("the summary")
+    own_pins = status.pinned - (status.about_me_pins if status.about_me_on else 0)
+    if own_pins:
+        gone.append(f"{own_pins} pinned fact{'s' if own_pins != 1 else ''}")
+    if title:
+        gone.append(f"the title “{plain_markdown(title)}”")
+    what = ", ".join(gone[:-1]) + (" and " if len(gone) > 1 else "") + gone[-1]
+    return (
+        f"Forget this conversation? **{what}** will go, and searching will not find them. "
+        "Your “about me” facts stay."
+    )

@@ -1,0 +1,185 @@
+"""The memory panel in a real browser (issue 16): pinned facts, the user's summary, export and
+import between two browsers, and a reset that leaves nothing to find. Same set-up as
+tests/test_browser.py: `python app.py` in a subprocess, the fake Gemini server in this process,
+Playwright in Debian's Chromium; each test's browser context is its own owner."""
+
+# ruff: noqa: F811 (the fixtures imported from test_browser are the tests' parameters)
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_browser import (  # noqa: F401 - its fixtures, used here by name
+    _browser_available,
+    badge,
+    browser,
+    context,
+    expect,
+    fake,
+    open_app,
+    send,
+    server,
+    user_messages,
+)
+
+pytestmark = pytest.mark.browser
+
+FIRST = "My passport number is K7734 and I fly to Lisbon on 3 May."
+
+
+def long_export(messages: int) -> str:
+    """An export holding one conversation of `messages` alternating messages."""
+    turns = [{"role": "user", "content": FIRST, "created_at": 1_764_000_000}]
+    for i in range(1, messages):
+        role = "assistant" if i % 2 else "user"
+        turns.append(
+            {"role": role, "content": f"{role} message {i}", "created_at": 1_764_000_000 + i}
+        )
+    return json.dumps(
+        {
+            "format": "mnemo-export",
+            "version": 1,
+            "conversations": [
+                {
+                    "title": "Trip planning",
+                    "persona": {"id": "assistant", "version": None},
+                    "created_at": 1_764_000_000,
+                    "turns": turns,
+                }
+            ],
+        }
+    )
+
+
+def sent(fake):
+    """The last chat request (the summarizer's own requests are generateContent)."""
+    return fake.of("streamGenerateContent")[-1]
+
+
+def send_any(page, text: str, pattern: str) -> None:
+    """Send, and wait until the badge matches `pattern` (a summary may land any moment)."""
+    box = page.locator("#chat-input textarea")
+    box.fill(text)
+    box.press("Enter")
+    expect(badge(page)).to_contain_text(re.compile(pattern))
+
+
+def open_panel(page):
+    page.locator("#memory-panel").click()
+    expect(page.locator("#pinned-facts")).to_be_visible()
+
+
+def import_text(page, tmp_path, text: str, name: str = "export.json") -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    page.locator("#import-file input[type=file], input[type=file]").first.set_input_files(str(path))
+
+
+def test_a_pinned_fact_survives_summarization_and_goes_when_deleted(
+    context, server, fake, tmp_path
+):
+    page = open_app(context, server)
+    open_panel(page)
+    import_text(page, tmp_path, long_export(120))  # past summarize_at (101)
+    expect(badge(page)).to_contain_text("Remembering 120 messages")
+    page.locator("#new-fact textarea").fill("I'm vegetarian")
+    page.locator("#pin-fact").click()
+    expect(page.locator("#pinned-facts")).to_contain_text("I'm vegetarian")
+    expect(badge(page)).to_contain_text("📌 1 pinned")
+
+    # 122 active messages: after this reply the oldest 102 fold into a summary.
+    send_any(page, "What should I cook tonight?", r"Remembering (122|20) messages")
+    send(page, "And for dessert?", remembered=22)
+    system = sent(fake).system_text
+    assert "Summary of the earlier conversation" in system
+    assert "- I'm vegetarian" in system
+    assert ("user", "user message 2") not in sent(fake).turns  # folded away
+
+    page.locator("#pinned-facts label", has_text="I'm vegetarian").click()
+    page.locator("#unpin").click()
+    expect(page.locator("#pinned-facts")).not_to_contain_text("I'm vegetarian")
+    send(page, "Any other ideas?", remembered=24)
+    assert "I'm vegetarian" not in sent(fake).system_text
+
+    # The summary, edited: the next request carries the edit, marked as the user's.
+    expect(page.locator("#summary-note")).to_contain_text("Written by the summarizer")
+    page.locator("#summary-text textarea").fill("The user flies to Lisbon on 3 May.")
+    page.locator("#summary-save").click()
+    expect(page.locator("#summary-note")).to_contain_text("Edited by you")
+    expect(badge(page)).to_contain_text("edited by you")
+    # The panel shows what recall would bring back for the draft being typed.
+    draft = page.locator("#chat-input textarea")
+    draft.fill("what was my passport number")
+    draft.press_sequentially("?")  # Gradio's input event follows typing, not fill()
+    expect(page.locator("#recall-preview")).to_contain_text("K7734")
+    send(page, "When do I fly?", remembered=26)
+    system = sent(fake).system_text
+    start = system.find("Summary of")
+    assert "(written by the user):\nThe user flies to Lisbon on 3 May." in system, system[
+        start : start + 300
+    ]
+
+
+def test_export_then_import_in_another_browser_gives_the_same_memory(
+    browser, server, fake, tmp_path
+):
+    first = browser.new_context(viewport={"width": 1400, "height": 900})
+    second = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = open_app(first, server)
+        send(page, "Our gross-margin red line is 15%", remembered=2)
+        send(page, "The client is Kestrel", remembered=4)
+        open_panel(page)
+        page.locator("#new-fact textarea").fill("Kestrel pays late")
+        page.locator("#pin-fact").click()
+        expect(page.locator("#pinned-facts")).to_contain_text("Kestrel pays late")
+        page.locator("#export-one").click()
+        link = page.locator("#export-file a").first
+        expect(link).to_be_visible()
+        with page.expect_download() as download:
+            link.click()
+        exported = tmp_path / "exported.json"
+        download.value.save_as(exported)
+        assert json.loads(exported.read_text())["conversations"][0]["pinned"]
+
+        other = open_app(second, server)
+        open_panel(other)
+        import_text(other, tmp_path, exported.read_text(), "from-first.json")
+        expect(badge(other)).to_contain_text("Remembering 4 messages")
+        expect(user_messages(other).first).to_contain_text("red line is 15%")
+
+        send(page, "What is our red line?", remembered=6)
+        mine = sent(fake)
+        send(other, "What is our red line?", remembered=6)
+        theirs = sent(fake)
+        assert (theirs.system_text, theirs.turns) == (mine.system_text, mine.turns)
+        assert "- Kestrel pays late" in theirs.system_text
+    finally:
+        first.close()
+        second.close()
+
+
+def test_reset_leaves_nothing_to_find(context, server, fake):
+    page = open_app(context, server)
+    send(page, "Zanzibar itinerary for the honeymoon", remembered=2)
+    open_panel(page)
+    page.locator("#new-fact textarea").fill("Zanzibar in June")
+    page.locator("#pin-fact").click()
+    expect(page.locator("#pinned-facts")).to_contain_text("Zanzibar in June")
+    search = page.locator("#search-box input")
+    search.fill("zanzibar")
+    expect(page.locator("#search-results .gallery-item")).to_have_count(1)
+    search.fill("")
+
+    page.locator("#reset-btn").click()
+    question = page.locator("#reset-confirm-text")
+    expect(question).to_contain_text("2 messages")
+    expect(question).to_contain_text("1 pinned fact")
+    expect(question).to_contain_text("Zanzibar itinerary")  # the title goes too
+    page.locator("#reset-yes").click()
+    expect(badge(page)).to_contain_text("Nothing remembered yet")
+    expect(page.locator("#pinned-facts")).not_to_contain_text("Zanzibar")
+    search.fill("zanzibar")
+    expect(page.locator("#search-status")).to_contain_text("No matches")
+    expect(page.locator("#search-results .gallery-item")).to_have_count(0)

@@ -1,0 +1,526 @@
+"""The memory panel, under the inspector: see and steer what the assistant remembers.
+
+Per conversation: the summary as text to edit or clear (the edit is what the model gets from
+then on), the pinned facts (type one, or click a message to fill the box; delete them one by
+one), "about me" facts for every conversation (opt-in), the turns recall would bring back for
+the draft being typed, plots of what each reply was sent, and export / import / delete all.
+Every handler calls the `Conversations` facade only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from assistant.runtime import Runtime
+from ui import notices, views
+from ui.errors import require_owner, user_errors
+from ui.page import QUIET, ChatView, Page, extended, outputs, render_chat
+
+log = logging.getLogger("mnemo.app")
+
+# The panel is a pure function of the facade's MemoryPanel record.
+
+
+class PanelView(NamedTuple):
+    """Everything the memory panel shows."""
+
+    summary_note: str
+    summary_text: Any
+    summary_id: int | None  # the summary the box shows, so a refresh keeps an edit in progress
+    pins_note: str
+    pinned_facts: Any  # CheckboxGroup update: (fact, id) choices
+    about_me_toggle: Any
+    about_me_facts: Any
+    recall_preview: str
+    plot_parts: Any
+    plot_tokens: Any
+    plot_latency: Any
+
+
+def empty_panel() -> PanelView:
+    parts, tokens, latency = views.plot_frames([])
+    return PanelView(
+        summary_note="_No conversation yet: send a first message._",
+        summary_text=gr.update(value="", interactive=False),
+        summary_id=None,
+        pins_note="_Pinned facts appear here._",
+        pinned_facts=gr.update(choices=[], value=[]),
+        about_me_toggle=gr.skip(),
+        about_me_facts=gr.skip(),
+        recall_preview=views.recall_markdown([], None),
+        plot_parts=parts,
+        plot_tokens=tokens,
+        plot_latency=latency,
+    )
+
+
+async def panel_view(
+    rt: Runtime, owner: str, conversation_id: str | None, draft: str | None = None
+) -> PanelView:
+    """The panel for a conversation (or the empty panel of a new chat)."""
+    if not owner:  # before the page load says who this is
+        return empty_panel()
+    facade = await rt.conversations()
+    panel = await facade.memory(owner, conversation_id or None, draft)
+    if not conversation_id:
+        return empty_panel()._replace(
+            about_me_toggle=gr.update(value=panel.about_me_on),
+            about_me_facts=gr.update(choices=views.fact_choices(panel.about_me), value=[]),
+        )
+    parts, tokens, latency = views.plot_frames(panel.metrics)
+    return PanelView(
+        summary_note=views.summary_note(panel.summary),
+        summary_text=gr.update(
+            value=panel.summary.content if panel.summary else "", interactive=True
+        ),
+        summary_id=panel.summary.id if panel.summary else None,
+        pins_note=views.pins_note(panel.pinned, panel.about_me, panel.about_me_on, panel),
+        pinned_facts=gr.update(choices=views.fact_choices(panel.pinned), value=[]),
+        about_me_toggle=gr.update(value=panel.about_me_on),
+        about_me_facts=gr.update(choices=views.fact_choices(panel.about_me), value=[]),
+        # Only the draft handler fills it: a refresh after a turn must not wipe it.
+        recall_preview=views.recall_markdown(panel.recalled, draft) if draft else gr.skip(),
+        plot_parts=parts,
+        plot_tokens=tokens,
+        plot_latency=latency,
+    )
+
+
+async def refresh_panel(
+    rt: Runtime, owner: str, conversation_id: str | None, shown_summary: int | None = None
+) -> PanelView:
+    """After a turn, a switch or a reset. The summary box keeps what the user is typing
+    unless the summary itself changed (a new one was written, or it went)."""
+    with user_errors("show the memory panel"):
+        view = await panel_view(rt, owner, conversation_id)
+        if shown_summary is not None and view.summary_id == shown_summary:
+            view = view._replace(summary_text=gr.skip())
+        return view
+
+
+async def recall_for_draft(rt: Runtime, owner: str, conversation_id: str | None, draft: str) -> Any:
+    """While typing: the older turns this message would bring back."""
+    if not conversation_id:
+        return gr.skip()
+    try:
+        panel = await (await rt.conversations()).memory(owner, conversation_id, draft)
+    except Exception:  # a preview is a nicety; never interrupt typing with an error
+        log.warning("recall preview failed", exc_info=True)
+        return gr.skip()
+    return views.recall_markdown(panel.recalled, draft)
+
+
+# A change in the panel also changes the badge and the inspector, so it re-renders both.
+SteeredView = extended(ChatView, "SteeredView", **PanelView.__annotations__)
+
+
+async def _steered(rt: Runtime, owner: str, conversation_id: str | None) -> Any:
+    view = await render_chat(rt, owner, conversation_id)
+    return SteeredView(*view, *await panel_view(rt, owner, view.conversation_id))
+
+
+async def save_summary(rt: Runtime, owner: str, conversation_id: str | None, text: str) -> Any:
+    """Save the user's summary: what the model gets from the next message on."""
+    with user_errors("change the summary"):
+        require_owner(owner)
+        if not conversation_id:
+            raise notices.error(
+                "This chat has no summary yet: send a first message.", title="No summary yet"
+            )
+        facade = await rt.conversations()
+        written = await facade.write_summary(owner, conversation_id, text)
+        notices.info(
+            "Summary saved: the model gets your text from the next message on."
+            if written
+            else "Summary cleared: the model gets none until the next one is written.",
+            title="Summary",
+        )
+        return await _steered(rt, owner, conversation_id)
+
+
+async def clear_summary(rt: Runtime, owner: str, conversation_id: str | None) -> Any:
+    return await save_summary(rt, owner, conversation_id, "")
+
+
+async def pin_fact(
+    rt: Runtime, owner: str, conversation_id: str | None, text: str, about_me: bool
+) -> Any:
+    """Pin the typed fact (or the clicked message) here, or to "about me"."""
+    with user_errors("pin the fact"):
+        require_owner(owner)
+        facade = await rt.conversations()
+        fact = await facade.pin(owner, conversation_id, text, about_me=bool(about_me))
+        where = "about me" if fact.about_me else "this conversation"
+        notices.info(f"Pinned to {where}: the model always gets it.", title="Pinned")
+        return PinnedView(*await _steered(rt, owner, conversation_id), new_fact="")
+
+
+PinnedView = extended(SteeredView, "PinnedView", new_fact=Any)
+
+
+async def unpin_facts(
+    rt: Runtime, owner: str, conversation_id: str | None, fact_ids: list[Any] | None
+) -> Any:
+    """Delete the checked pinned facts, one by one."""
+    with user_errors("delete the pinned fact"):
+        require_owner(owner)
+        if not fact_ids:
+            raise notices.error("Tick the facts to delete first.", title="Nothing ticked")
+        facade = await rt.conversations()
+        for fact_id in fact_ids:
+            await facade.unpin(owner, int(fact_id))
+        plural = "s" if len(fact_ids) != 1 else ""
+        notices.info(f"Deleted {len(fact_ids)} pinned fact{plural}.", title="Unpinned")
+        return await _steered(rt, owner, conversation_id)
+
+
+async def toggle_about_me(
+    rt: Runtime, owner: str, conversation_id: str | None, enabled: bool
+) -> Any:
+    with user_errors("change “about me”"):
+        require_owner(owner)
+        facade = await rt.conversations()
+        on = await facade.set_about_me(owner, bool(enabled))
+        notices.info(
+            "“About me” is on: those facts reach all your conversations."
+            if on
+            else "“About me” is off: those facts stay listed but are not sent.",
+            title="About me",
+        )
+        return await _steered(rt, owner, conversation_id)
+
+
+def message_to_fact(event: gr.SelectData) -> Any:
+    """Clicking a message puts its text in the "new fact" box, to pin (or shorten first)."""
+    text = views.message_text(
+        event.value.get("content") if isinstance(event.value, dict) else event.value
+    )
+    return gr.update(value=" ".join(text.split())[:500])
+
+
+async def remember_time_zone(rt: Runtime, owner: str, zone: str | None) -> None:
+    """On load: the browser's time zone, for the `today` tool."""
+    if owner and zone:
+        try:
+            await (await rt.conversations()).set_time_zone(owner, zone)
+        except Exception:  # the tool falls back to UTC
+            log.warning("time zone not saved", exc_info=True)
+
+
+# ---- export, import, delete everything ---------------------------------------------------
+
+
+async def export_file(
+    rt: Runtime, owner: str, conversation_id: str | None, everything: bool
+) -> Any:
+    """Write the export to a file the browser downloads."""
+    with user_errors("export"):
+        require_owner(owner)
+        if not everything and not conversation_id:
+            raise notices.error(
+                "This chat is not saved yet: send a first message, then export it.",
+                title="Nothing to export",
+            )
+        facade = await rt.conversations()
+        text = await facade.export(owner, None if everything else conversation_id)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        name = f"mnemo-{'all' if everything else 'conversation'}-{stamp}.json"
+        path = await asyncio.to_thread(_write_export, name, text)
+        return gr.update(value=str(path), visible=True)
+
+
+def _write_export(name: str, text: str) -> Path:
+    # A fresh folder per export: Gradio serves the file from there to this browser only.
+    path = Path(tempfile.mkdtemp(prefix="mnemo-export-")) / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def import_file(rt: Runtime, owner: str, upload: Any) -> Any:
+    """Import an export file as new conversations and open the first one."""
+    with user_errors("import the file"):
+        require_owner(owner)
+        if upload is None:
+            raise notices.error("Pick a Mnemo export file (.json) to import.", title="No file")
+        path = Path(upload if isinstance(upload, str) else upload.name)
+        facade = await rt.conversations()
+        imported = await facade.import_file(owner, await asyncio.to_thread(path.read_bytes))
+        count = len(imported.conversations)
+        notices.info(f"Imported {count} conversation{'s' if count != 1 else ''}.", title="Imported")
+        for note in imported.notes:
+            notices.warning(note, title="Persona differs")
+        first = imported.conversations[0].id if imported.conversations else None
+        return await _steered(rt, owner, first)
+
+
+class DeleteAllConfirm(NamedTuple):
+    delete_all_confirm: Any
+    delete_all_text: str
+
+
+async def ask_delete_all(rt: Runtime, owner: str) -> DeleteAllConfirm:
+    with user_errors("delete your data"):
+        require_owner(owner)
+        count = len(await (await rt.conversations()).list(owner, limit=10_000))
+        return DeleteAllConfirm(
+            gr.update(visible=True),
+            f"Delete **all your data**: {count} conversation{'s' if count != 1 else ''} with "
+            "their messages, summaries and pinned facts, your “about me” facts and your saved "
+            "personas? This cannot be undone; export first to keep a copy.",
+        )
+
+
+def cancel_delete_all() -> Any:
+    return gr.update(visible=False)
+
+
+async def confirm_delete_all(rt: Runtime, owner: str) -> Any:
+    with user_errors("delete your data"):
+        require_owner(owner)
+        removed = await (await rt.conversations()).delete_everything(owner)
+        notices.info(f"Deleted all your data ({removed} conversations).", title="Data deleted")
+        view = await _steered(rt, owner, None)
+        return DeletedAllView(*view, delete_all_confirm=gr.update(visible=False))
+
+
+DeletedAllView = extended(SteeredView, "DeletedAllView", delete_all_confirm=Any)
+
+
+# ---- layout and wiring -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryPanel:
+    summary_note: gr.Markdown
+    summary_text: gr.Textbox
+    summary_id: gr.State
+    summary_save: gr.Button
+    summary_clear: gr.Button
+    recall_preview: gr.Markdown
+    pins_note: gr.Markdown
+    pinned_facts: gr.CheckboxGroup
+    unpin: gr.Button
+    new_fact: gr.Textbox
+    pin_about_me: gr.Checkbox
+    pin: gr.Button
+    about_me_toggle: gr.Checkbox
+    about_me_facts: gr.CheckboxGroup
+    unpin_about_me: gr.Button
+    plot_parts: gr.LinePlot
+    plot_tokens: gr.LinePlot
+    plot_latency: gr.LinePlot
+    export_one: gr.Button
+    export_all: gr.Button
+    export_file: gr.File
+    import_file: gr.UploadButton
+    delete_all: gr.Button
+    delete_all_confirm: gr.Group
+    delete_all_text: gr.Markdown
+    delete_all_yes: gr.Button
+    delete_all_no: gr.Button
+    time_zone: gr.Textbox
+
+
+def render() -> MemoryPanel:
+    """Build the panel (in the chat tab, under the inspector)."""
+    with gr.Accordion(
+        "🧠 Memory — see and steer what is remembered", open=False, elem_id="memory-panel"
+    ):
+        with gr.Row():
+            with gr.Column():
+                gr.Markdown("#### Summary of the earlier conversation")
+                summary_note = gr.Markdown(elem_id="summary-note")
+                summary_text = gr.Textbox(
+                    show_label=False,
+                    lines=4,
+                    max_lines=12,
+                    elem_id="summary-text",
+                    placeholder="Written when the conversation grows long.",
+                )
+                with gr.Row():
+                    summary_save = gr.Button("Save my summary", size="sm", elem_id="summary-save")
+                    summary_clear = gr.Button("Clear it", size="sm", elem_id="summary-clear")
+                gr.Markdown("#### Recall for the message you are typing")
+                recall_preview = gr.Markdown(
+                    views.recall_markdown([], None), elem_id="recall-preview"
+                )
+            with gr.Column():
+                gr.Markdown("#### Pinned facts — always sent, never summarized away")
+                pins_note = gr.Markdown(elem_id="pins-note")
+                pinned_facts = gr.CheckboxGroup(show_label=False, elem_id="pinned-facts")
+                unpin = gr.Button("Delete ticked facts", size="sm", elem_id="unpin")
+                new_fact = gr.Textbox(
+                    show_label=False,
+                    max_lines=3,
+                    elem_id="new-fact",
+                    placeholder="A fact to keep, e.g. I'm vegetarian — or click a message",
+                )
+                with gr.Row():
+                    pin_about_me = gr.Checkbox(
+                        label="About me (all my chats)", value=False, elem_id="pin-about-me"
+                    )
+                    pin = gr.Button("📌 Pin", size="sm", variant="primary", elem_id="pin-fact")
+                gr.Markdown("#### About me, across conversations")
+                about_me_toggle = gr.Checkbox(
+                    label="Send my “about me” facts in every conversation (off by default)",
+                    value=False,
+                    elem_id="about-me-toggle",
+                )
+                about_me_facts = gr.CheckboxGroup(show_label=False, elem_id="about-me-facts")
+                unpin_about_me = gr.Button(
+                    "Delete ticked facts", size="sm", elem_id="unpin-about-me"
+                )
+        gr.Markdown("#### What each reply was sent")
+        with gr.Row():
+            plot_parts = gr.BarPlot(
+                x="turn",
+                y="chars",
+                color="part",
+                title="Characters sent, by part",
+                x_title="Turn",
+                y_title="Characters",
+                elem_id="plot-parts",
+                height=260,
+            )
+            plot_tokens = gr.LinePlot(
+                x="turn",
+                y="tokens",
+                color="kind",
+                title="Tokens per reply",
+                x_title="Turn",
+                y_title="Tokens",
+                elem_id="plot-tokens",
+                height=260,
+            )
+            plot_latency = gr.LinePlot(
+                x="turn",
+                y="seconds",
+                title="Seconds per reply",
+                x_title="Turn",
+                y_title="Seconds",
+                elem_id="plot-latency",
+                height=260,
+            )
+        gr.Markdown("#### Take your memory with you")
+        with gr.Row():
+            export_one = gr.Button("⬇️ Export this conversation", size="sm", elem_id="export-one")
+            export_all = gr.Button("⬇️ Export all", size="sm", elem_id="export-all")
+            import_file_btn = gr.UploadButton(
+                "⬆️ Import", file_types=[".json"], size="sm", elem_id="import-file"
+            )
+            delete_all = gr.Button(
+                "🗑️ Delete all my data", size="sm", variant="stop", elem_id="delete-all"
+            )
+        export = gr.File(
+            visible=False, interactive=False, elem_id="export-file", label="Your export"
+        )
+        with gr.Group(visible=False, elem_id="delete-all-confirm") as confirm:
+            confirm_text = gr.Markdown(elem_id="delete-all-text")
+            with gr.Row():
+                yes = gr.Button(
+                    "Delete everything", size="sm", variant="stop", elem_id="delete-all-yes"
+                )
+                no = gr.Button("Cancel", size="sm", elem_id="delete-all-no")
+        time_zone = gr.Textbox(visible=False, elem_id="time-zone")
+    return MemoryPanel(
+        summary_note,
+        summary_text,
+        gr.State(None),
+        summary_save,
+        summary_clear,
+        recall_preview,
+        pins_note,
+        pinned_facts,
+        unpin,
+        new_fact,
+        pin_about_me,
+        pin,
+        about_me_toggle,
+        about_me_facts,
+        unpin_about_me,
+        plot_parts,
+        plot_tokens,
+        plot_latency,
+        export_one,
+        export_all,
+        export,
+        import_file_btn,
+        delete_all,
+        confirm,
+        confirm_text,
+        yes,
+        no,
+        time_zone,
+    )
+
+
+def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> None:
+    owner, conv = page.owner, page.conversation_id
+    panel_out = outputs(PanelView, panel)
+    steered = outputs(SteeredView, page, panel)
+    refresh = partial(refresh_panel, rt)
+    # Whenever the conversation shown changes (open, switch, send, reset, ...), so does the panel.
+    # The badge changes once per turn (not per streamed chunk), and with a reset or an edit.
+    conv.change(refresh, [owner, conv], panel_out, **QUIET)
+    page.badge.change(
+        refresh, [owner, conv, panel.summary_id], panel_out, trigger_mode="always_last", **QUIET
+    )
+    loaded.then(refresh, [owner, conv], panel_out, **QUIET).then(
+        partial(remember_time_zone, rt),
+        [owner, panel.time_zone],
+        None,
+        js="(owner, zone) => [owner, Intl.DateTimeFormat().resolvedOptions().timeZone]",
+        **QUIET,
+    )
+    page.chat_input.input(
+        partial(recall_for_draft, rt),
+        [owner, conv, page.chat_input],
+        [panel.recall_preview],
+        trigger_mode="always_last",
+        **QUIET,
+    )
+    page.chat.select(message_to_fact, None, [panel.new_fact], queue=False, **QUIET)
+    panel.summary_save.click(
+        partial(save_summary, rt), [owner, conv, panel.summary_text], steered, **QUIET
+    )
+    panel.summary_clear.click(partial(clear_summary, rt), [owner, conv], steered, **QUIET)
+    panel.pin.click(
+        partial(pin_fact, rt),
+        [owner, conv, panel.new_fact, panel.pin_about_me],
+        outputs(PinnedView, page, panel),
+        **QUIET,
+    )
+    for facts, button in (
+        (panel.pinned_facts, panel.unpin),
+        (panel.about_me_facts, panel.unpin_about_me),
+    ):
+        button.click(partial(unpin_facts, rt), [owner, conv, facts], steered, **QUIET)
+    panel.about_me_toggle.input(
+        partial(toggle_about_me, rt), [owner, conv, panel.about_me_toggle], steered, **QUIET
+    )
+    for button, everything in ((panel.export_one, False), (panel.export_all, True)):
+        button.click(
+            partial(export_file, rt, everything=everything),
+            [owner, conv],
+            [panel.export_file],
+            **QUIET,
+        )
+    panel.import_file.upload(partial(import_file, rt), [owner, panel.import_file], steered, **QUIET)
+    panel.delete_all.click(
+        partial(ask_delete_all, rt), [owner], outputs(DeleteAllConfirm, panel), **QUIET
+    )
+    panel.delete_all_no.click(
+        cancel_delete_all, None, [panel.delete_all_confirm], queue=False, **QUIET
+    )
+    panel.delete_all_yes.click(
+        partial(confirm_delete_all, rt), [owner], outputs(DeletedAllView, page, panel), **QUIET
+    )
