@@ -253,8 +253,7 @@ class ConversationStore(SteeringVerbs):
         origin: Origin | None = None,
     ) -> Turn:
         """Save a message (first user message titles an untitled conversation); `created_at`
-        (epoch seconds, default now) dates a message written elsewhere; `origin="tool"` saves
-        a tool note (a user turn: name, key arguments, status)."""
+        dates one written elsewhere; `origin="tool"`: a tool note (a user turn)."""
         validate_message(role, content)
         if origin is not None and (origin, role) != ("tool", "user"):
             raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
@@ -377,11 +376,8 @@ class ConversationStore(SteeringVerbs):
         return list(reversed(dropped))
 
     async def drop_last_reply(self, owner: str, conv_id: str) -> Turn | None:
-        """For "retry": remove the assistant turn(s) after the last user message, and the
-        tool notes among them (the retry calls its tools again).
-
-        Returns the newest removed reply, or None when the conversation ends on a user message.
-        """
+        """For "retry": remove the reply (and its tool notes) after the last user message.
+        Returns the newest removed reply, or None when the conversation ends on a user message."""
         async with self._db.write() as db:
             await self._visible(db, owner, conv_id)
             dropped: list[Turn] = []
@@ -396,8 +392,7 @@ class ConversationStore(SteeringVerbs):
         return replies[0]
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
-        """Forget the conversation: turns, summaries, its pinned facts and its title (taken
-        from the first message) go, its plots restart; it stays, empty. "About me" stays."""
+        """Forget the conversation's turns, summaries, pins, title and plots ("about me" stays)."""
         async with self._db.write() as db:
             conv = await self._visible(db, owner, conv_id)
             turns, summaries, chars = (await db.execute_fetchall(sql.RESET_TALLY, (conv_id,)))[0]

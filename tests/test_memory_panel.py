@@ -44,7 +44,7 @@ async def test_the_plots_rows_are_the_stored_metrics_of_the_turns_sent(rt, conve
             "summary": 0,
             "recalled": 0,
             "recent": sum(len(text) for _, text in request.turns),
-            "budget": 12_000,
+            "budget": panel.budget,
         }
         assert request.system_text.startswith(
             (await conversations.preview(OWNER, conv.id)).system_prompt
