@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from assistant.errors import UserError
 from assistant.runtime import Runtime
 
-from . import conversations, messages, personas, problems
+from . import conversations, memory, messages, personas, problems
 from .problems import PROBLEMS
 
 PREFIX = "/api/v1"
@@ -59,7 +59,7 @@ def create_api(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
     api.add_exception_handler(problems.ApiProblem, problems.on_error)
     api.add_exception_handler(UserError, problems.on_error)
     problems.install(api)
-    for module in (personas, conversations, messages):
+    for module in (personas, conversations, messages, memory):
         api.include_router(module.router)
 
     @api.get("/problems", tags=["errors"], summary="The kinds of error this API returns")

@@ -34,6 +34,14 @@ ROUTES = [
     ("GET", "/conversations/{id}/memory"),
     ("POST", "/conversations/{id}/reset"),
     ("GET", "/search"),
+    ("GET", "/conversations/{id}/pins"),
+    ("POST", "/conversations/{id}/pins"),
+    ("DELETE", "/pins/{fact_id}"),
+    ("PUT", "/about-me"),
+    ("PUT", "/conversations/{id}/summary"),
+    ("GET", "/conversations/{id}/export"),
+    ("GET", "/export"),
+    ("POST", "/import"),
 ]
 
 
