@@ -381,11 +381,12 @@ def render() -> MemoryPanel:
                 )
         gr.Markdown("#### What each reply was sent")
         with gr.Row():
-            plot_parts = gr.BarPlot(
+            # Lines, not stacked bars: the budget is a line of its own to compare against.
+            plot_parts = gr.LinePlot(
                 x="turn",
                 y="chars",
                 color="part",
-                title="Characters sent, by part",
+                title="Characters sent, by part, and the memory budget",
                 x_title="Turn",
                 y_title="Characters",
                 elem_id="plot-parts",
