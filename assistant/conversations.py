@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from memory import (
@@ -40,6 +41,7 @@ from personas import (
     PersonaError,
     PersonaNotFound,
     PersonaVersion,
+    RoundtableRegistry,
     build_system_prompt,
     load_persona_text,
 )
@@ -55,6 +57,7 @@ from .errors import (
     NotFound,
     PersonaRefused,
     PersonaUnavailable,
+    RoundtableUnavailable,
     ShuttingDown,
     StorageError,
     UserError,
@@ -70,6 +73,8 @@ from .records import (
     SearchResults,
     TranscriptPage,
 )
+from .roundtable import RoundtableRunner, roundtable_id_of
+from .roundtables import RoundtableOps
 
 log = logging.getLogger(__name__)
 
@@ -156,18 +161,24 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
     )
 
 
-class Conversations:
+class Conversations(RoundtableOps):
     """Conversations, their memory, the chat turn and the persona editor, for one app."""
 
-    def __init__(self, service: ChatService) -> None:
+    def __init__(self, service: ChatService, roundtables: RoundtableRegistry | None = None) -> None:
         self.service = service
         self.store = service.store  # fail-open (assistant.failopen)
         self.registry = service.personas
+        if roundtables is None:
+            roundtables = RoundtableRegistry(data_dir=service.personas.data_dir)
+        self.roundtable_registry = roundtables
+        self.roundtable_runner = RoundtableRunner(service, roundtables)
         self._turn_locks: dict[str, asyncio.Lock] = {}
         # For a graceful shutdown (Runtime.drain): the tasks streaming a reply now, and
         # whether new replies may still start.
         self.replies: set[asyncio.Task[Any]] = set()
         self.draining = False
+
+    _errors = staticmethod(user_errors)  # RoundtableOps maps errors the same way
 
     @property
     def model_name(self) -> str:
@@ -204,9 +215,13 @@ class Conversations:
         """A new conversation with the persona (the default one when None); while storage is
         down an unsaved one to chat in."""
         with user_errors("start a new chat"):
-            found = await self._personas(self.registry.get, owner, persona_id or DEFAULT_PERSONA_ID)
+            if roundtable_id_of(persona_id) is not None:
+                chosen = (await self._roundtable_info(owner, persona_id)).ref
+            else:
+                wanted = persona_id or DEFAULT_PERSONA_ID
+                chosen = (await self._personas(self.registry.get, owner, wanted)).id
             return await self.store.create_conversation(
-                owner, title, found.id, None, retention_minutes
+                owner, title, chosen, None, retention_minutes
             )
 
     async def rename(self, owner: str, conv_id: str, title: str) -> Conversation:
@@ -223,14 +238,20 @@ class Conversations:
             return await self.store.set_retention(owner, conv_id, minutes)
 
     async def set_persona(self, owner: str, conv_id: str, persona_id: str) -> PersonaChange:
-        """Answer with another persona from the next message on."""
+        """Answer with another persona (or a roundtable: `roundtable:<id>`) from the next
+        message on."""
         with user_errors("change the persona"):
-            found = await self._personas(self.registry.get, owner, persona_id)
+            if roundtable_id_of(persona_id) is not None:
+                board = await self._roundtable_info(owner, persona_id)
+                chosen, info = board.ref, self._chair_info(board)
+            else:
+                found = await self._personas(self.registry.get, owner, persona_id)
+                chosen, info = found.id, PersonaInfo.of(found)
             conversation = await self.store.get_conversation(owner, conv_id)
-            changed = conversation.persona_id != found.id
+            changed = conversation.persona_id != chosen
             if changed:
-                conversation = await self.store.set_persona(owner, conv_id, found.id)
-            return PersonaChange(conversation, PersonaInfo.of(found), changed)
+                conversation = await self.store.set_persona(owner, conv_id, chosen)
+            return PersonaChange(conversation, info, changed)
 
     async def messages(
         self, owner: str, conv_id: str, *, limit: int = PAGE_ROWS, before_id: int | None = None
@@ -288,15 +309,28 @@ class Conversations:
                     model=model,
                 )
             turns = await self.store.transcript(owner, conversation.id, limit=PAGE_ROWS)
+            board = None
+            if roundtable_id_of(conversation.persona_id) is not None:
+                board = await self._roundtable_info(owner, conversation.persona_id, strict=False)
             return OpenConversation(
                 state="open",
                 conversation=conversation,
                 persona=info,
                 transcript=self._page(conversation, turns, PAGE_ROWS, None),
                 status=await self.service.status(owner, conversation.id),
-                preview=await self.service.preview(owner, conversation.id),
+                preview=await self.preview(owner, conversation.id),
                 model=model,
+                roundtable=board,
+                speakers=await self._speakers(owner, turns),
             )
+
+    async def _speakers(self, owner: str, turns: list[Turn]) -> dict[str, PersonaInfo]:
+        """The persona of every speaker the turns name (one that is gone is left out)."""
+        wanted = {t.speaker for t in turns if t.speaker}
+        if not wanted:
+            return {}
+        listed = await self._personas(self.registry.list, owner)
+        return {p.id: PersonaInfo.of(p) for p in listed if p.id in wanted}
 
     async def _persona_or_default(self, owner: str, persona_id: str | None) -> PersonaVersion:
         try:
@@ -314,8 +348,24 @@ class Conversations:
     async def preview(self, owner: str, conv_id: str, draft: str | None = None) -> Preview:
         """What the model receives with the next message; with `draft`, the older turns that
         message would recall too."""
+        draft = (draft or "").strip() or None
         with user_errors("show what the model receives"):
-            return await self.service.preview(owner, conv_id, draft=(draft or "").strip() or None)
+            preview = await self.service.preview(owner, conv_id, draft=draft)
+            roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+            if roundtable_id is None:
+                return preview
+            try:
+                members = await self.roundtable_runner.preview(owner, conv_id, roundtable_id, draft)
+            except RoundtableUnavailable:
+                return preview  # open() says why; the inspector shows the plain preview
+            return replace(preview, members=members)
+
+    async def _persona_id(self, owner: str, conv_id: str) -> str | None:
+        """The conversation's persona id, or None when it cannot be read (unsaved, gone)."""
+        try:
+            return (await self.store.get_conversation(owner, conv_id)).persona_id
+        except (ConversationNotFound, StorageUnavailable):
+            return None
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
         """Forget the conversation's messages and summaries; the conversation stays."""
@@ -390,16 +440,42 @@ class Conversations:
         check_message(text)
 
     async def send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[ChatEvent]:
-        """Answer `text`, streaming Delta events, then Done (or Cleared for `/reset`)."""
-        async for event in self._streamed(
-            conv_id, "send your message", self.service.send, owner, text
-        ):
-            yield event
+        """Answer `text`, streaming Delta events, then Done (or Cleared for `/reset`). In a
+        roundtable conversation: Speaking, Delta..., Spoke per speaker, then RoundtableDone."""
+        # aclosing at every level: Stop closes this generator, and the speaker's partial reply
+        # must be saved before aclose() returns, not when the garbage collector gets to it.
+        events = self._streamed(conv_id, "send your message", self._send, owner, text)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
-        """Answer the last user message again (the previous reply is dropped)."""
-        async for event in self._streamed(conv_id, "retry", self.service.retry, owner):
-            yield event
+        """Answer the last user message again (the previous reply, or every reply of a
+        roundtable turn, is dropped)."""
+        events = self._streamed(conv_id, "retry", self._retry, owner)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+
+    async def _send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[Any]:
+        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+        if roundtable_id is None:
+            events = self.service.send(owner, conv_id, text)
+        else:
+            events = self.roundtable_runner.send(owner, conv_id, text, roundtable_id)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+
+    async def _retry(self, owner: str, conv_id: str) -> AsyncIterator[Any]:
+        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+        if roundtable_id is None:
+            events = self.service.retry(owner, conv_id)
+        else:
+            events = self.roundtable_runner.retry(owner, conv_id, roundtable_id)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def _streamed(
         self,

@@ -98,9 +98,11 @@ def _unsaved_turn(
     *,
     incomplete: bool = False,
     created_at: float | None = None,
+    speaker: str | None = None,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
     return Turn(
+        speaker=speaker,
         id=None,
         conversation_id=conv_id,
         role=role,  # type: ignore[arg-type]

@@ -77,6 +77,7 @@ class MemoryBackend(Protocol):
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        speaker: str | None = None,
     ) -> Turn: ...
 
     async def import_conversation(

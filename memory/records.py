@@ -39,6 +39,18 @@ class Turn:
     covers_to_id: int | None = None
     covers_count: int | None = None  # for a summary: how many messages it covers in all
     incomplete: bool = False  # a reply that was stopped or failed mid-stream
+    speaker: str | None = None  # persona id of a roundtable reply; None: the conversation's
+
+    @property
+    def who(self) -> str:
+        """Who wrote it, for a transcript line: 'User', 'Assistant' or 'Assistant (finance)'."""
+        label = self.role.capitalize()
+        return f"{label} ({self.speaker})" if self.speaker else label
+
+    @property
+    def labelled(self) -> str:
+        """The content as the model reads it back: a roundtable reply names its speaker."""
+        return f"[{self.speaker}] {self.content}" if self.speaker else self.content
 
     @property
     def saved(self) -> bool:
@@ -112,6 +124,7 @@ class TurnMetrics:
     first_token_ms: int | None = None
     status: MetricsStatus = "ok"
     error_kind: str | None = None
+    persona_id: str | None = None  # the speaker of a roundtable call; None: a plain turn
 
     def __post_init__(self) -> None:
         if self.status not in METRICS_STATUSES:

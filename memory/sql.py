@@ -16,9 +16,9 @@ CONVERSATION_COLUMNS = (
 )
 TURN_COLUMNS = (
     "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
-    "covers_to_id, covers_count, incomplete"
+    "covers_to_id, covers_count, incomplete, speaker"
 )
-TURN_WIDTH = 11  # columns in TURN_COLUMNS
+TURN_WIDTH = 12  # columns in TURN_COLUMNS
 _TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in TURN_COLUMNS.split(","))
 _TURN_COLUMNS_N = ", ".join("n." + c.strip() for c in TURN_COLUMNS.split(","))
 _VISIBLE = "(expires_at IS NULL OR expires_at > ?)"  # not past its retention
@@ -59,8 +59,8 @@ APPEND_COUNTERS = (
     f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
 )
 INSERT_TURN = (
-    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete) "
-    "VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
 )
 TURN_IDS = "SELECT id FROM turns WHERE conversation_id = ? ORDER BY id"
 # An import: the conversation's counters set once for all its turns.
@@ -98,7 +98,7 @@ def delete_turns(count: int) -> str:
 
 # -- context: one statement --------------------------------------------------------------
 
-# Every row of a context statement is (kind, 11 turn columns, rank, of): the conversation row
+# Every row of a context statement is (kind, 12 turn columns, rank, of): the conversation row
 # carries only its counters (message_count, active_count); a hit its FTS5 rank (NULL for a
 # hit found by meaning); the turn after / before a hit names the hit in `of`; a vector row
 # is (kind, turn id, NULL, NULL, vector, NULL ...).
@@ -260,8 +260,8 @@ FOLDED_COUNTERS = (
 
 INSERT_METRICS = (
     "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, output_tokens, "
-    "latency_ms, first_token_ms, status, error_kind, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "latency_ms, first_token_ms, status, error_kind, created_at, persona_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 COUNT_TURN_REQUESTS = "SELECT count(*) FROM turn_metrics WHERE owner = ? AND created_at >= ?"
 
@@ -297,6 +297,7 @@ def turn_from_row(row: tuple) -> Turn:
         covers_to_id=row[8],
         covers_count=row[9],
         incomplete=bool(row[10]),
+        speaker=row[11],
     )
 
 

@@ -83,6 +83,7 @@ from .validation import (
     check_import,
     check_owner,
     check_retention,
+    check_speaker,
     clean_title,
     clean_token_name,
     make_title,
@@ -247,10 +248,13 @@ class ConversationStore:
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        speaker: str | None = None,
     ) -> Turn:
         """Save a message (first user message titles an untitled conversation); `created_at`
-        (epoch seconds, default now) dates a message written elsewhere."""
+        (epoch seconds, default now) dates a message written elsewhere; `speaker` names the
+        persona that wrote a roundtable reply (None: the conversation's)."""
         validate_message(role, content)
+        check_speaker(role, speaker)
         now = self._clock()
         when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" else None
@@ -266,7 +270,7 @@ class ConversationStore:
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             # The writer's index_turn trigger adds it to both FTS indexes in this statement.
             cursor = await db.execute(
-                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete))
+                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete), speaker)
             )
             turn_id = cursor.lastrowid
             if vector is not None:
@@ -279,6 +283,7 @@ class ConversationStore:
             content=content,
             created_at=when,
             incomplete=incomplete,
+            speaker=speaker,
         )
 
     async def import_conversation(
@@ -518,6 +523,7 @@ class ConversationStore:
                     metrics.status,
                     metrics.error_kind,
                     self._clock(),
+                    metrics.persona_id,
                 ),
             )
 

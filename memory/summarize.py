@@ -129,7 +129,7 @@ class ExtractiveSummarizer:
         for turn in turns:
             if turn.role not in ("user", "assistant"):
                 continue
-            label = "User" if turn.role == "user" else "Assistant"
+            label = turn.who
             for sentence in _sentences(turn.content):
                 tier = _tier(sentence, turn.role)
                 if tier is not None:

@@ -147,3 +147,13 @@ def check_import(
             )
         out.append((role, content, when))
     return out
+
+
+def check_speaker(role: str, speaker: str | None) -> None:
+    """Only a reply has a speaker: a persona id of at most 80 characters."""
+    if speaker is None:
+        return
+    if role != "assistant":
+        raise InvalidInput(f"Only replies have a speaker, not {role} messages.")
+    if not isinstance(speaker, str) or not 1 <= len(speaker) <= 80:
+        raise InvalidInput("A speaker is the persona id that wrote the reply (1-80 characters).")

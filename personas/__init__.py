@@ -26,7 +26,7 @@ from .roundtable import (
     load_roundtable_text,
     missing_members,
 )
-from .veto import VetoConfigError, VetoDecision, check_veto
+from .veto import VetoConfigError, VetoDecision, check_veto, names_in
 
 __all__ = [
     "BUILTIN_DIR",
@@ -60,6 +60,7 @@ __all__ = [
     "load_persona_text",
     "load_roundtable_text",
     "missing_members",
+    "names_in",
     "persona_to_yaml",
     "render_greeting",
     "validate_yaml",

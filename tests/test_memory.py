@@ -157,7 +157,7 @@ EXPECTED_SCHEMA = [
         "output_tokens >= 0), latency_ms INTEGER CHECK (latency_ms IS NULL OR latency_ms >= 0), "
         "first_token_ms INTEGER CHECK (first_token_ms IS NULL OR first_token_ms >= 0), status "
         "TEXT NOT NULL CHECK (status IN ('ok', 'error', 'stopped', 'refused')), error_kind TEXT, "
-        "created_at REAL NOT NULL )",
+        "created_at REAL NOT NULL , persona_id TEXT)",
     ),
     (
         "index",
@@ -186,7 +186,8 @@ EXPECTED_SCHEMA = [
         "1 AND 10000), created_at REAL NOT NULL, is_summary INTEGER NOT NULL DEFAULT 0 CHECK "
         "(is_summary = (role = 'summary')), compacted INTEGER NOT NULL DEFAULT 0 CHECK (compacted "
         "IN (0, 1)), incomplete INTEGER NOT NULL DEFAULT 0 CHECK (incomplete IN (0, 1)), "
-        "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, CHECK ((role = "
+        "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, speaker TEXT CHECK "
+        "(speaker IS NULL OR length(speaker) BETWEEN 1 AND 80), CHECK ((role = "
         "'summary') = (covers_to_id IS NOT NULL)), CHECK (covers_from_id IS NULL OR "
         "covers_from_id <= covers_to_id) )",
     ),

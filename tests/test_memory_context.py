@@ -48,13 +48,13 @@ SMALL = MemoryPolicy(
 )
 
 
-def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None)):
-    """The 11 turn columns, in memory.sql.TURN_COLUMNS order."""
-    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0)
+def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None), speaker=None):
+    """The 12 turn columns, in memory.sql.TURN_COLUMNS order."""
+    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, speaker)
 
 
 def conversation(message_count, active_count):
-    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 11
+    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 12
 
 
 def recent(*turns):
