@@ -293,6 +293,12 @@ class Conversations(RoundtableOps):
                 state = "unreadable"
         with user_errors("open that conversation"):
             wanted = conversation.persona_id if conversation else persona_id
+            board = None
+            if roundtable_id_of(wanted) is not None:
+                # The chair speaks for a roundtable where one persona is expected (greeting).
+                with contextlib.suppress(RoundtableUnavailable):
+                    board = await self._roundtable_info(owner, wanted, strict=False)
+                wanted = board.chair if board is not None else None
             persona = await self._persona_or_default(owner, wanted)
             info = PersonaInfo.of(persona)
             if conversation is None:
@@ -307,11 +313,9 @@ class Conversations(RoundtableOps):
                     status=status,
                     preview=_draft_preview(persona, model),
                     model=model,
+                    roundtable=board,
                 )
             turns = await self.store.transcript(owner, conversation.id, limit=PAGE_ROWS)
-            board = None
-            if roundtable_id_of(conversation.persona_id) is not None:
-                board = await self._roundtable_info(owner, conversation.persona_id, strict=False)
             return OpenConversation(
                 state="open",
                 conversation=conversation,

@@ -18,6 +18,7 @@ import gradio as gr
 from assistant.chat import Cleared, Delta, Done
 from assistant.conversations import Conversations
 from assistant.errors import InvalidMessage, UserError
+from assistant.roundtable import Speaking, Spoke
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
@@ -117,19 +118,40 @@ async def _stream(
     reply = ""
     # The facade's stream holds the conversation's turn lock until it is closed, so a refresh
     # after Stop (finish_turn) sees the saved partial reply.
+    header = ""  # a roundtable speaker's avatar and name, above its reply
     try:
         chat = [*chat, {"role": "assistant", "content": ""}]
         async for event in events:
-            if isinstance(event, Delta):
+            if isinstance(event, Speaking):
+                # Each speaker gets its own bubble; the first one takes the empty placeholder.
+                header = views.speaker_header(event.speaker.avatar, event.speaker.display_name)
+                reply = ""
+                bubble = {"role": "assistant", "content": header}
+                if views.message_text(chat[-1].get("content")):
+                    chat = [*chat, bubble]
+                else:
+                    chat[-1] = bubble
+                if event.veto is not None and event.speaker.role != "chair":
+                    notices.info(
+                        views.veto_note(event.veto, event.speaker.display_name), title="Veto"
+                    )
+                yield skipped(TurnView)._replace(
+                    conversation_id=conversation_id, chat=chat, turn_done=False
+                )
+            elif isinstance(event, Delta):
                 reply += event.text
-                chat[-1] = {"role": "assistant", "content": views.message_markdown(reply)}
+                content = views.message_markdown(reply)
+                chat[-1] = {
+                    "role": "assistant",
+                    "content": f"{header}\n\n{content}" if header else content,
+                }
                 yield skipped(TurnView)._replace(
                     conversation_id=conversation_id, chat=chat, turn_done=False
                 )
             elif isinstance(event, Cleared):
                 cleared = event.result
-            elif isinstance(event, Done):
-                notice = event.notice
+            elif isinstance(event, Done | Spoke):
+                notice = (event.done if isinstance(event, Spoke) else event).notice or notice
     except UserError as exc:
         failure = exc
     finally:
