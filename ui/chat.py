@@ -22,6 +22,7 @@ from assistant.roundtable import Speaking, Spoke
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
+from ui.i18n import t
 from ui.page import (
     QUIET,
     ChatView,
@@ -310,13 +311,13 @@ def render() -> ChatPane:
         buttons=["copy", "copy_all"],
         layout="bubble",
         group_consecutive_messages=False,  # a reset note is not the greeting
-        placeholder="Say something to start a conversation.",
+        placeholder=t("chat_placeholder"),
     )
     input_notice = gr.Markdown(visible=False, elem_id="input-notice")
     with gr.Row(elem_id="composer", equal_height=True):
         persona = gr.Dropdown(
             choices=[],
-            label="Persona",
+            label=t("persona"),
             show_label=False,
             scale=0,
             min_width=250,
@@ -324,7 +325,7 @@ def render() -> ChatPane:
         )
         chat_input = gr.Textbox(
             show_label=False,
-            placeholder="Type a message — Enter to send, Shift+Enter for a new line",
+            placeholder=t("input_placeholder"),
             lines=1,
             max_lines=8,
             submit_btn=True,

@@ -195,9 +195,9 @@ def conversation_choices(
     ]
 
 
-def model_note(model_name: str, offline: bool) -> str:
-    """The sidebar's footnote on who answers."""
-    note = f"Answering: **{model_name}**"
+def model_note(model_name: str, offline: bool, lead: Any = "Answering:") -> str:
+    """The sidebar's footnote on who answers (`lead` may be a translatable label)."""
+    note = f"{lead} **{model_name}**"
     if offline:
         note += (
             "  \nA tiny model that runs on this machine: expect weak answers. "
