@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from memory import (
@@ -328,14 +327,6 @@ class Conversations(RoundtableOps):
                 speakers=await self._speakers(owner, turns),
             )
 
-    async def _speakers(self, owner: str, turns: list[Turn]) -> dict[str, PersonaInfo]:
-        """The persona of every speaker the turns name (one that is gone is left out)."""
-        wanted = {t.speaker for t in turns if t.speaker}
-        if not wanted:
-            return {}
-        listed = await self._personas(self.registry.list, owner)
-        return {p.id: PersonaInfo.of(p) for p in listed if p.id in wanted}
-
     async def _persona_or_default(self, owner: str, persona_id: str | None) -> PersonaVersion:
         try:
             return await self._personas(self.registry.get, owner, persona_id or DEFAULT_PERSONA_ID)
@@ -355,21 +346,7 @@ class Conversations(RoundtableOps):
         draft = (draft or "").strip() or None
         with user_errors("show what the model receives"):
             preview = await self.service.preview(owner, conv_id, draft=draft)
-            roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
-            if roundtable_id is None:
-                return preview
-            try:
-                members = await self.roundtable_runner.preview(owner, conv_id, roundtable_id, draft)
-            except RoundtableUnavailable:
-                return preview  # open() says why; the inspector shows the plain preview
-            return replace(preview, members=members)
-
-    async def _persona_id(self, owner: str, conv_id: str) -> str | None:
-        """The conversation's persona id, or None when it cannot be read (unsaved, gone)."""
-        try:
-            return (await self.store.get_conversation(owner, conv_id)).persona_id
-        except (ConversationNotFound, StorageUnavailable):
-            return None
+            return await self._with_members(owner, conv_id, preview, draft)
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
         """Forget the conversation's messages and summaries; the conversation stays."""
@@ -457,26 +434,6 @@ class Conversations(RoundtableOps):
         """Answer the last user message again (the previous reply, or every reply of a
         roundtable turn, is dropped)."""
         events = self._streamed(conv_id, "retry", self._retry, owner)
-        async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
-
-    async def _send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[Any]:
-        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
-        if roundtable_id is None:
-            events = self.service.send(owner, conv_id, text)
-        else:
-            events = self.roundtable_runner.send(owner, conv_id, text, roundtable_id)
-        async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
-
-    async def _retry(self, owner: str, conv_id: str) -> AsyncIterator[Any]:
-        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
-        if roundtable_id is None:
-            events = self.service.retry(owner, conv_id)
-        else:
-            events = self.roundtable_runner.retry(owner, conv_id, roundtable_id)
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event

@@ -1,19 +1,25 @@
-"""The roundtable half of the `Conversations` facade: list, open, save and roll back an owner's
-roundtables (the chat turn itself is assistant/roundtable.py). A mixin, so the UI and the API
-still call one object; kept apart so neither module outgrows a page."""
+"""The roundtable half of the `Conversations` facade: which turn a conversation gets (plain or
+roundtable), what each speaker receives, and listing, opening, saving and rolling back an
+owner's roundtables (the roundtable turn itself is assistant/roundtable.py). A mixin, so the
+UI and the API still call one object; kept apart so neither module outgrows a page."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from memory import ConversationNotFound, StorageUnavailable, Turn
 from personas import PersonaError, PersonaRegistry, PersonaVersion, RoundtableRegistry
 
+from .chat import ChatService, Preview
 from .errors import RoundtableUnavailable
+from .failopen import FailOpenStore
 from .records import PersonaInfo, RoundtableDocument, RoundtableInfo
-from .roundtable import roundtable_id_of
+from .roundtable import RoundtableRunner, roundtable_id_of
 
 T = TypeVar("T")
 
@@ -23,11 +29,62 @@ class RoundtableOps:
 
     registry: PersonaRegistry
     roundtable_registry: RoundtableRegistry
+    roundtable_runner: RoundtableRunner
+    service: ChatService
+    store: FailOpenStore
     _errors: Callable[[str], AbstractContextManager[None]]
 
     async def _personas(self, call: Callable[..., T], *args: Any) -> T:
         """A registry call, in a thread: it reads and writes files."""
         return await asyncio.to_thread(call, *args)
+
+    async def _persona_id(self, owner: str, conv_id: str) -> str | None:
+        """The conversation's persona id, or None when it cannot be read (unsaved, gone)."""
+        try:
+            return (await self.store.get_conversation(owner, conv_id)).persona_id
+        except (ConversationNotFound, StorageUnavailable):
+            return None
+
+    async def _send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[Any]:
+        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+        if roundtable_id is None:
+            events = self.service.send(owner, conv_id, text)
+        else:
+            events = self.roundtable_runner.send(owner, conv_id, text, roundtable_id)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+
+    async def _retry(self, owner: str, conv_id: str) -> AsyncIterator[Any]:
+        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+        if roundtable_id is None:
+            events = self.service.retry(owner, conv_id)
+        else:
+            events = self.roundtable_runner.retry(owner, conv_id, roundtable_id)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+
+    async def _speakers(self, owner: str, turns: list[Turn]) -> dict[str, PersonaInfo]:
+        """The persona of every speaker the turns name (one that is gone is left out)."""
+        wanted = {t.speaker for t in turns if t.speaker}
+        if not wanted:
+            return {}
+        listed = await self._personas(self.registry.list, owner)
+        return {p.id: PersonaInfo.of(p) for p in listed if p.id in wanted}
+
+    async def _with_members(
+        self, owner: str, conv_id: str, preview: Preview, draft: str | None
+    ) -> Preview:
+        """A roundtable conversation's preview gains what each speaker receives."""
+        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+        if roundtable_id is None:
+            return preview
+        try:
+            members = await self.roundtable_runner.preview(owner, conv_id, roundtable_id, draft)
+        except RoundtableUnavailable:
+            return preview  # open() says why; the inspector shows the plain preview
+        return replace(preview, members=members)
 
     async def roundtables(self, owner: str) -> list[RoundtableInfo]:
         """The roundtables this owner can pick, each as in use (an unusable one says why)."""

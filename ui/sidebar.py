@@ -271,13 +271,9 @@ def render(rt: Runtime) -> Sidebar:
                     )
                     confirm_no = gr.Button(t("cancel"), size="sm", elem_id="delete-no")
         token_panel = tokens.render()
-        gr.Markdown(
-            views.model_note(
-                rt.model_name, offline=isinstance(rt.model, LocalModel), lead=t("answering")
-            ),
-            elem_id="model-name",
-            elem_classes="muted",
-        )
+        offline = isinstance(rt.model, LocalModel)
+        note = views.model_note(rt.model_name, offline=offline, lead=t("answering"))
+        gr.Markdown(note, elem_id="model-name", elem_classes="muted")
     return Sidebar(
         new_chat=new_btn,
         search=search_box,
