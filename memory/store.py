@@ -83,7 +83,6 @@ from .validation import (
     check_import,
     check_owner,
     check_retention,
-    check_speaker,
     clean_title,
     clean_token_name,
     make_title,
@@ -250,11 +249,9 @@ class ConversationStore:
         created_at: float | None = None,
         speaker: str | None = None,
     ) -> Turn:
-        """Save a message (first user message titles an untitled conversation); `created_at`
-        (epoch seconds, default now) dates a message written elsewhere; `speaker` names the
-        persona that wrote a roundtable reply (None: the conversation's)."""
-        validate_message(role, content)
-        check_speaker(role, speaker)
+        """Save a message (a first user message titles the conversation); `created_at` (epoch
+        seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona."""
+        validate_message(role, content, speaker)
         now = self._clock()
         when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" else None
@@ -276,14 +273,8 @@ class ConversationStore:
             if vector is not None:
                 await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
         await self._maybe_purge()
-        return Turn(
-            id=turn_id,
-            conversation_id=conv_id,
-            role=role,  # type: ignore[arg-type]
-            content=content,
-            created_at=when,
-            incomplete=incomplete,
-            speaker=speaker,
+        return Turn(  # type: ignore[arg-type]  (the role was validated above)
+            turn_id, conv_id, role, content, when, incomplete=incomplete, speaker=speaker
         )
 
     async def import_conversation(

@@ -34,11 +34,13 @@ def check_message(content: str) -> None:
         raise MessageTooLong(len(content), MAX_MESSAGE_CHARS)
 
 
-def validate_message(role: str, content: str) -> None:
-    """Raise InvalidRole, EmptyMessage or MessageTooLong; nothing is stored when it raises."""
+def validate_message(role: str, content: str, speaker: str | None = None) -> None:
+    """Raise InvalidRole, EmptyMessage, MessageTooLong or InvalidInput (a bad speaker);
+    nothing is stored when it raises."""
     if role not in ROLES:
         raise InvalidRole(f'Role is {role!r}; a message is either "user" or "assistant".')
     check_message(content)
+    check_speaker(role, speaker)
 
 
 def make_title(text: str) -> str:
