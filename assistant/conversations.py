@@ -56,7 +56,6 @@ from .errors import (
     NotFound,
     PersonaRefused,
     PersonaUnavailable,
-    RoundtableUnavailable,
     ShuttingDown,
     StorageError,
     UserError,
@@ -72,7 +71,7 @@ from .records import (
     SearchResults,
     TranscriptPage,
 )
-from .roundtable import RoundtableRunner, roundtable_id_of
+from .roundtable import RoundtableRunner
 from .roundtables import RoundtableOps
 
 log = logging.getLogger(__name__)
@@ -214,11 +213,7 @@ class Conversations(RoundtableOps):
         """A new conversation with the persona (the default one when None); while storage is
         down an unsaved one to chat in."""
         with user_errors("start a new chat"):
-            if roundtable_id_of(persona_id) is not None:
-                chosen = (await self._roundtable_info(owner, persona_id)).ref
-            else:
-                wanted = persona_id or DEFAULT_PERSONA_ID
-                chosen = (await self._personas(self.registry.get, owner, wanted)).id
+            chosen, _ = await self._choice(owner, persona_id or DEFAULT_PERSONA_ID)
             return await self.store.create_conversation(
                 owner, title, chosen, None, retention_minutes
             )
@@ -240,12 +235,7 @@ class Conversations(RoundtableOps):
         """Answer with another persona (or a roundtable: `roundtable:<id>`) from the next
         message on."""
         with user_errors("change the persona"):
-            if roundtable_id_of(persona_id) is not None:
-                board = await self._roundtable_info(owner, persona_id)
-                chosen, info = board.ref, self._chair_info(board)
-            else:
-                found = await self._personas(self.registry.get, owner, persona_id)
-                chosen, info = found.id, PersonaInfo.of(found)
+            chosen, info = await self._choice(owner, persona_id)
             conversation = await self.store.get_conversation(owner, conv_id)
             changed = conversation.persona_id != chosen
             if changed:
@@ -292,12 +282,7 @@ class Conversations(RoundtableOps):
                 state = "unreadable"
         with user_errors("open that conversation"):
             wanted = conversation.persona_id if conversation else persona_id
-            board = None
-            if roundtable_id_of(wanted) is not None:
-                # The chair speaks for a roundtable where one persona is expected (greeting).
-                with contextlib.suppress(RoundtableUnavailable):
-                    board = await self._roundtable_info(owner, wanted, strict=False)
-                wanted = board.chair if board is not None else None
+            board, wanted = await self._board_of(owner, wanted)
             persona = await self._persona_or_default(owner, wanted)
             info = PersonaInfo.of(persona)
             if conversation is None:

@@ -115,6 +115,27 @@ class RoundtableOps:
     def _chair_info(board: RoundtableInfo) -> PersonaInfo:
         return next(p for p in board.speakers if p.id == board.chair)
 
+    async def _choice(self, owner: str, persona_id: str) -> tuple[str, PersonaInfo]:
+        """What a conversation stores for a persona or roundtable pick, and who speaks for it
+        (a roundtable's chair); raises when it is unknown or unusable."""
+        if roundtable_id_of(persona_id) is not None:
+            board = await self._roundtable_info(owner, persona_id)
+            return board.ref, self._chair_info(board)
+        found = await self._personas(self.registry.get, owner, persona_id)
+        return found.id, PersonaInfo.of(found)
+
+    async def _board_of(
+        self, owner: str, persona_id: str | None
+    ) -> tuple[RoundtableInfo | None, str | None]:
+        """For open(): the roundtable a persona id names (None if none, or gone) and the
+        persona to show where one is expected — the chair (its greeting), else `persona_id`."""
+        if roundtable_id_of(persona_id) is None:
+            return None, persona_id
+        with contextlib.suppress(RoundtableUnavailable):
+            board = await self._roundtable_info(owner, persona_id, strict=False)
+            return board, board.chair
+        return None, None
+
     async def roundtable(self, owner: str, roundtable_id: str) -> RoundtableDocument:
         """The roundtable editor's view: the YAML in use and its versions."""
         with self._errors("open the roundtable"):
