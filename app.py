@@ -33,6 +33,7 @@ from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
 from ui import chat, memory_badge, memory_panel, personas_tab, sidebar
+from ui.i18n import I18N, t
 from ui.page import QUIET, ChatView, Page, open_latest, outputs
 from ui.sessions import browser_secret, owner_for
 
@@ -63,11 +64,11 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         side = sidebar.render(rt)
         header = memory_badge.render_badge()
         with gr.Tabs(elem_id="tabs"):
-            with gr.Tab("💬 Chat", id="chat-tab", elem_id="chat-tab"):
+            with gr.Tab(t("tab_chat"), id="chat-tab", elem_id="chat-tab"):
                 pane = chat.render()
                 inspector = memory_badge.render_inspector()
                 memory = memory_panel.render()
-            with gr.Tab("🎭 Personas", id="persona-tab", elem_id="persona-tab"):
+            with gr.Tab(t("tab_personas"), id="persona-tab", elem_id="persona-tab"):
                 editor = personas_tab.render()
 
         page = Page(
@@ -110,7 +111,8 @@ def web_app(rt: Runtime, demo: gr.Blocks | None = None) -> FastAPI:
         path="/",
         theme=THEME,
         css=CSS,
-        footer_links=[],
+        footer_links=["settings"],  # Gradio's Settings: the language switch
+        i18n=I18N,
         show_error=False,
     )
 

@@ -40,8 +40,20 @@ from .errors import (
     UserError,
 )
 from .models import ChatModel, Message, ReplyStream, Settings, Usage
+from .roundtable import (
+    ROUNDTABLE_PREFIX,
+    MemberPreview,
+    RoundtableDone,
+    RoundtableEvent,
+    Speaker,
+    Speaking,
+    Spoke,
+    roundtable_id_of,
+    roundtable_ref,
+)
 
 __all__ = [
+    "ROUNDTABLE_PREFIX",
     "AssistantError",
     "BlockedBySafety",
     "ChatEvent",
@@ -58,6 +70,7 @@ __all__ = [
     "InvalidMessage",
     "InvalidPersonaYaml",
     "InvalidRequest",
+    "MemberPreview",
     "Message",
     "ModelUnavailable",
     "NotFound",
@@ -68,12 +81,19 @@ __all__ = [
     "QuotaExceeded",
     "RateLimited",
     "ReplyStream",
+    "RoundtableDone",
+    "RoundtableEvent",
     "Settings",
+    "Speaker",
+    "Speaking",
+    "Spoke",
     "StorageError",
     "Usage",
     "UserError",
     "badge_text",
     "compose_system",
     "is_reset_command",
+    "roundtable_id_of",
+    "roundtable_ref",
     "select_model",
 ]

@@ -123,6 +123,8 @@ class Preview:
     degraded: bool = False
     not_shown: int = 0  # older turns waiting to be summarized, not sent
     recalled: list[dict[str, str]] = field(default_factory=list)  # for the draft, oldest first
+    # A roundtable conversation: what each speaker receives (assistant.roundtable.MemberPreview).
+    members: list[Any] = field(default_factory=list)
 
 
 def is_reset_command(text: str) -> bool:
@@ -187,6 +189,7 @@ class _Turn:
     parts: list[str] = field(default_factory=list)
     first_token_ms: int | None = None
     sizes: dict[str, int] = field(default_factory=dict)  # part_sizes() of what was sent
+    speaker: str | None = None  # the persona answering in a roundtable; None: a plain turn
 
     @property
     def text(self) -> str:
@@ -361,6 +364,7 @@ class ChatService:
                     "assistant",
                     text,
                     incomplete=incomplete or status != "ok",
+                    speaker=turn.speaker,
                 )
                 saved = reply.saved
             except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
@@ -377,6 +381,7 @@ class ChatService:
             status=metrics_status,  # type: ignore[arg-type]
             error_kind=_error_kind(error),
             **turn.sizes,
+            persona_id=turn.speaker,
         )
         turn.admission.handed_off = True
         self._spawn(self._record(turn.owner, turn.conv_id, metrics, turn.admission))
@@ -540,6 +545,10 @@ class ChatService:
         return await asyncio.to_thread(self._load_persona, owner, persona_id), degraded
 
     def _load_persona(self, owner: str, persona_id: str) -> _Persona:
+        if persona_id.startswith("roundtable:"):
+            # A roundtable conversation: assistant.roundtable composes each speaker's prompt;
+            # the plain preview beside it shows the default persona, without a warning.
+            persona_id = DEFAULT_PERSONA_ID
         for candidate in dict.fromkeys((persona_id, DEFAULT_PERSONA_ID)):
             try:
                 found = self.personas.get(owner, candidate)

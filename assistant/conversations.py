@@ -40,6 +40,7 @@ from personas import (
     PersonaError,
     PersonaNotFound,
     PersonaVersion,
+    RoundtableRegistry,
     build_system_prompt,
     load_persona_text,
 )
@@ -70,6 +71,8 @@ from .records import (
     SearchResults,
     TranscriptPage,
 )
+from .roundtable import RoundtableRunner
+from .roundtables import RoundtableOps
 from .steering import MemoryControls
 
 log = logging.getLogger(__name__)
@@ -157,14 +160,18 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
     )
 
 
-class Conversations(MemoryControls):
+class Conversations(MemoryControls, RoundtableOps):
     """Conversations, their memory, the chat turn and the persona editor, for one app. The
     memory panel's operations (pins, summary, export/import, ...) are in MemoryControls."""
 
-    def __init__(self, service: ChatService) -> None:
+    def __init__(self, service: ChatService, roundtables: RoundtableRegistry | None = None) -> None:
         self.service = service
         self.store = service.store  # fail-open (assistant.failopen)
         self.registry = service.personas
+        if roundtables is None:
+            roundtables = RoundtableRegistry(data_dir=service.personas.data_dir)
+        self.roundtable_registry = roundtables
+        self.roundtable_runner = RoundtableRunner(service, roundtables)
         self._turn_locks: dict[str, asyncio.Lock] = {}
         # For a graceful shutdown (Runtime.drain): the tasks streaming a reply now, and
         # whether new replies may still start.
@@ -172,6 +179,8 @@ class Conversations(MemoryControls):
         self.draining = False
         # The model's search_memory tool is the sidebar's search.
         service.search_memory = self.search_for_tools  # type: ignore[method-assign]
+
+    _errors = staticmethod(user_errors)  # RoundtableOps maps errors the same way
 
     @property
     def model_name(self) -> str:
@@ -208,9 +217,9 @@ class Conversations(MemoryControls):
         """A new conversation with the persona (the default one when None); while storage is
         down an unsaved one to chat in."""
         with user_errors("start a new chat"):
-            found = await self._personas(self.registry.get, owner, persona_id or DEFAULT_PERSONA_ID)
+            chosen, _ = await self._choice(owner, persona_id or DEFAULT_PERSONA_ID)
             return await self.store.create_conversation(
-                owner, title, found.id, None, retention_minutes
+                owner, title, chosen, None, retention_minutes
             )
 
     async def rename(self, owner: str, conv_id: str, title: str) -> Conversation:
@@ -227,14 +236,15 @@ class Conversations(MemoryControls):
             return await self.store.set_retention(owner, conv_id, minutes)
 
     async def set_persona(self, owner: str, conv_id: str, persona_id: str) -> PersonaChange:
-        """Answer with another persona from the next message on."""
+        """Answer with another persona (or a roundtable: `roundtable:<id>`) from the next
+        message on."""
         with user_errors("change the persona"):
-            found = await self._personas(self.registry.get, owner, persona_id)
+            chosen, info = await self._choice(owner, persona_id)
             conversation = await self.store.get_conversation(owner, conv_id)
-            changed = conversation.persona_id != found.id
+            changed = conversation.persona_id != chosen
             if changed:
-                conversation = await self.store.set_persona(owner, conv_id, found.id)
-            return PersonaChange(conversation, PersonaInfo.of(found), changed)
+                conversation = await self.store.set_persona(owner, conv_id, chosen)
+            return PersonaChange(conversation, info, changed)
 
     async def messages(
         self, owner: str, conv_id: str, *, limit: int = PAGE_ROWS, before_id: int | None = None
@@ -276,6 +286,7 @@ class Conversations(MemoryControls):
                 state = "unreadable"
         with user_errors("open that conversation"):
             wanted = conversation.persona_id if conversation else persona_id
+            board, wanted = await self._board_of(owner, wanted)
             persona = await self._persona_or_default(owner, wanted)
             info = PersonaInfo.of(persona)
             if conversation is None:
@@ -290,6 +301,7 @@ class Conversations(MemoryControls):
                     status=status,
                     preview=_draft_preview(persona, model),
                     model=model,
+                    roundtable=board,
                 )
             turns = await self.store.transcript(owner, conversation.id, limit=PAGE_ROWS)
             return OpenConversation(
@@ -298,8 +310,10 @@ class Conversations(MemoryControls):
                 persona=info,
                 transcript=self._page(conversation, turns, PAGE_ROWS, None),
                 status=await self.service.status(owner, conversation.id),
-                preview=await self.service.preview(owner, conversation.id),
+                preview=await self.preview(owner, conversation.id),
                 model=model,
+                roundtable=board,
+                speakers=await self._speakers(owner, turns),
             )
 
     async def _persona_or_default(self, owner: str, persona_id: str | None) -> PersonaVersion:
@@ -318,8 +332,10 @@ class Conversations(MemoryControls):
     async def preview(self, owner: str, conv_id: str, draft: str | None = None) -> Preview:
         """What the model receives with the next message; with `draft`, the older turns that
         message would recall too."""
+        draft = (draft or "").strip() or None
         with user_errors("show what the model receives"):
-            return await self.service.preview(owner, conv_id, draft=(draft or "").strip() or None)
+            preview = await self.service.preview(owner, conv_id, draft=draft)
+            return await self._with_members(owner, conv_id, preview, draft)
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
         """Forget the conversation's messages and summaries; the conversation stays."""
@@ -394,16 +410,22 @@ class Conversations(MemoryControls):
         check_message(text)
 
     async def send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[ChatEvent]:
-        """Answer `text`, streaming Delta events, then Done (or Cleared for `/reset`)."""
-        async for event in self._streamed(
-            conv_id, "send your message", self.service.send, owner, text
-        ):
-            yield event
+        """Answer `text`, streaming Delta events, then Done (or Cleared for `/reset`). In a
+        roundtable conversation: Speaking, Delta..., Spoke per speaker, then RoundtableDone."""
+        # aclosing at every level: Stop closes this generator, and the speaker's partial reply
+        # must be saved before aclose() returns, not when the garbage collector gets to it.
+        events = self._streamed(conv_id, "send your message", self._send, owner, text)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
-        """Answer the last user message again (the previous reply is dropped)."""
-        async for event in self._streamed(conv_id, "retry", self.service.retry, owner):
-            yield event
+        """Answer the last user message again (the previous reply, or every reply of a
+        roundtable turn, is dropped)."""
+        events = self._streamed(conv_id, "retry", self._retry, owner)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def _streamed(
         self,

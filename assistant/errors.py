@@ -73,6 +73,14 @@ class PersonaRefused(UserError):
     kind = "persona"
 
 
+class RoundtableUnavailable(AssistantError):
+    """The roundtable asked for does not exist, names personas the owner lacks, or its veto
+    rule cannot be applied; the message says what to edit."""
+
+    kind = "roundtable"
+    title = "Roundtable unavailable"
+
+
 class ConfigError(AssistantError):
     """A setting is missing or malformed (e.g. MNEMO_MODEL=gemini without a key)."""
 

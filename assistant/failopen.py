@@ -99,6 +99,7 @@ def _unsaved_turn(
     *,
     incomplete: bool = False,
     created_at: float | None = None,
+    speaker: str | None = None,
     origin: str | None = None,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
@@ -109,6 +110,7 @@ def _unsaved_turn(
         content=content,
         created_at=time.time() if created_at is None else created_at,
         incomplete=incomplete,
+        speaker=speaker,
         origin=origin,  # type: ignore[arg-type]
     )
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memory import Conversation, MemoryStatus, ResetResult, SearchHit, Turn
-from personas import PersonaVersion, render_greeting
+from personas import PersonaVersion, Roundtable, render_greeting
 
 from .chat import Preview
+from .roundtable import ROUNDTABLE_PREFIX
 
 __all__ = [
     "Conversation",
@@ -26,6 +27,8 @@ __all__ = [
     "PersonaInfo",
     "Preview",
     "ResetResult",
+    "RoundtableDocument",
+    "RoundtableInfo",
     "SearchHit",
     "SearchResult",
     "SearchResults",
@@ -62,6 +65,61 @@ class PersonaInfo:
             label=found.label,
             saved_at=found.saved_at,
         )
+
+
+@dataclass(frozen=True)
+class RoundtableInfo:
+    """One version of a roundtable as an owner has it, with its speakers in order."""
+
+    id: str  # the roundtable's own id, e.g. "erp_board"
+    ref: str  # what a conversation stores as its persona id: "roundtable:erp_board"
+    display_name: str
+    description: str | None
+    speakers: list[PersonaInfo]  # in speaking order (members x rounds), the chair last
+    chair: str
+    rounds: int
+    veto_member: str | None
+    version: int
+    label: str
+    available: bool = True  # False: a speaker is missing; `problem` says which
+    problem: str | None = None
+
+    @classmethod
+    def of(cls, found: PersonaVersion, personas: dict[str, PersonaVersion]) -> RoundtableInfo:
+        """`found` holds a Roundtable; `personas` are the owner's, by id."""
+        board: Roundtable = found.persona  # type: ignore[assignment]
+        missing = [p for p in dict.fromkeys(board.speakers) if p not in personas]
+        problem = None
+        if missing:
+            problem = (
+                f"Roundtable {board.display_name!r} names personas you do not have: "
+                f"{', '.join(missing)}. Edit its members, or add those personas."
+            )
+        return cls(
+            id=board.id,
+            ref=ROUNDTABLE_PREFIX + board.id,
+            display_name=board.display_name,
+            description=board.description or None,
+            speakers=[PersonaInfo.of(personas[p]) for p in board.speakers if p in personas],
+            chair=board.chair,
+            rounds=board.rounds,
+            veto_member=board.veto.member if board.veto else None,
+            version=found.version,
+            label=found.label,
+            available=not missing,
+            problem=problem,
+        )
+
+
+@dataclass(frozen=True)
+class RoundtableDocument:
+    """What the roundtable editor shows: the version in use and its history."""
+
+    info: RoundtableInfo
+    yaml_text: str
+    versions: list[str]  # labels, newest first; the built-in (v0) last
+    version_numbers: list[int]
+    disk_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +184,9 @@ class OpenConversation:
     status: MemoryStatus | None  # None for a new chat (nothing remembered yet)
     preview: Preview  # what the model receives with the next message
     model: str  # display name of the model answering
+    roundtable: RoundtableInfo | None = None  # set when the conversation uses a roundtable
+    # Persona of each speaker named in the transcript (roundtable replies), for their bubbles.
+    speakers: dict[str, PersonaInfo] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

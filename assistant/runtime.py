@@ -21,7 +21,7 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
-from personas import PersonaRegistry
+from personas import PersonaRegistry, RoundtableRegistry
 
 from . import config
 from .chat import ChatService
@@ -61,6 +61,7 @@ class Runtime:
         self.data_dir: Path = config.data_dir(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = PersonaRegistry(data_dir=self.data_dir)
+        self.roundtables = RoundtableRegistry(data_dir=self.data_dir)
         self.model = model if model is not None else config.select_model()
         self.quota_per_hour = config.quota_per_hour(quota_per_hour)
         # Recall by meaning as well as words: wordllama unless MNEMO_EMBEDDER says otherwise;
@@ -101,7 +102,7 @@ class Runtime:
                         self.model,
                         quota_per_hour=self.quota_per_hour,
                     )
-                    self._conversations = Conversations(service)
+                    self._conversations = Conversations(service, self.roundtables)
                     self._service = service
         return self._service
 

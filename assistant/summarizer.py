@@ -54,7 +54,7 @@ def _transcript(turns: list[Turn]) -> str:
     lines = []
     for turn in turns:
         if turn.role in ("user", "assistant"):
-            label = "User" if turn.role == "user" else "Assistant"
+            label = turn.who
             lines.append(f"{label}: {_clip(turn.content, TURN_CHARS)}")
     return "\n\n".join(lines)
 

@@ -23,6 +23,7 @@ BENCHMARKS = (
     "memory_quality",
     "long_memory",
     "footprint",
+    "api_load",
 )
 
 

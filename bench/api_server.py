@@ -1,6 +1,7 @@
 """The app as the load test runs it, in a process of its own (`python -m bench.api_server`).
 
     --model instant      an instant echo model: what is timed is Mnemo, not a model
+                         (--stream-s S: its first chunk at once, the rest over S seconds)
     --model gemini URL   the real google-genai client against the fake Gemini server at URL
     --fake-gemini        instead: serve only the fake Gemini server (tests/fake_gemini.py)
 
@@ -13,6 +14,7 @@ events are private to its page). Prints `READY <url>` when it accepts connection
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import threading
 from pathlib import Path
@@ -23,20 +25,35 @@ TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
 
 
 class EchoModel:
-    """Answers at once with "You said: <the message>", so each reply names its question."""
+    """Answers "You said: <the message>", so each reply names its question. The first chunk
+    comes at once; with `stream_s`, the rest follows in 10 chunks over that many seconds (a
+    reply that keeps its stream open, as a real model's does)."""
 
     name = "instant echo model"
     model_id = "instant-echo"
 
+    def __init__(self, stream_s: float = 0.0) -> None:
+        self.stream_s = stream_s
+
     def stream(self, system, messages, settings) -> ReplyStream:
         reply = "You said: " + messages[-1]["content"][:200]
+        pieces = [reply] if not self.stream_s else _split(reply, 10)
+        pause = self.stream_s / max(len(pieces) - 1, 1)
 
         async def produce(stream: ReplyStream):
             stream.usage = Usage(input_tokens=len(system) // 4, output_tokens=len(reply) // 4)
-            yield reply
+            for i, piece in enumerate(pieces):
+                if i:
+                    await asyncio.sleep(pause)
+                yield piece
             stream.finish_reason = "STOP"
 
         return ReplyStream(produce)
+
+
+def _split(text: str, parts: int) -> list[str]:
+    size = -(-len(text) // parts)
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def probe_page(rt):
@@ -60,7 +77,9 @@ def probe_page(rt):
     return page.queue(default_concurrency_limit=8)
 
 
-def serve_app(data_dir: Path, model_choice: str, gemini_url: str | None) -> None:
+def serve_app(
+    data_dir: Path, model_choice: str, gemini_url: str | None, stream_s: float = 0.0
+) -> None:
     import gradio as gr
 
     import app
@@ -68,7 +87,10 @@ def serve_app(data_dir: Path, model_choice: str, gemini_url: str | None) -> None
     from assistant.gemini import GeminiModel
     from assistant.runtime import Runtime
 
-    model = EchoModel() if model_choice == "instant" else GeminiModel("bench", base_url=gemini_url)
+    if model_choice == "instant":
+        model = EchoModel(stream_s)
+    else:
+        model = GeminiModel("bench", base_url=gemini_url)
     rt = Runtime(data_dir, model=model)
     web = app.web_app(rt)
     gr.mount_gradio_app(web, probe_page(rt), path="/probe")
@@ -93,11 +115,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", choices=("instant", "gemini"), default="instant")
     parser.add_argument("--gemini-url")
     parser.add_argument("--data", type=Path)
+    parser.add_argument("--stream-s", type=float, default=0.0, help="instant model: stream for")
     args = parser.parse_args(argv)
     if args.fake_gemini:
         serve_fake_gemini()
     else:
-        serve_app(args.data, args.model, args.gemini_url)
+        serve_app(args.data, args.model, args.gemini_url, args.stream_s)
 
 
 if __name__ == "__main__":

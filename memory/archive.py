@@ -44,6 +44,7 @@ class ArchivedTurn:
     compacted: bool = False
     incomplete: bool = False
     origin: str | None = None
+    speaker: str | None = None  # the persona that wrote a roundtable reply
     covers: tuple[int, int, int] | None = None  # a summary: (from position, to position, count)
 
 
@@ -75,8 +76,9 @@ def _turn_document(turn: Turn, position: dict[int, int]) -> dict[str, Any]:
     for flag in ("compacted", "incomplete"):
         if getattr(turn, flag):
             doc[flag] = True
-    if turn.origin:
-        doc["origin"] = turn.origin
+    for label in ("origin", "speaker"):
+        if getattr(turn, label):
+            doc[label] = getattr(turn, label)
     if turn.is_summary:
         # Ids are this database's; positions travel. A covered turn that is gone (undone)
         # maps to the next one still here.
@@ -278,7 +280,7 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
     turn = check.obj(
         value,
         where,
-        {"role", "content", "created_at", "compacted", "incomplete", "origin", "covers"},
+        {"role", "content", "created_at", "compacted", "incomplete", "origin", "speaker", "covers"},
         {"role", "content", "created_at"},
     )
     role = turn["role"]
@@ -287,6 +289,11 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
     origin = turn.get("origin")
     if origin not in _ORIGIN_OF_ROLE[role]:
         check.fail(f"{where}.origin", f"is {origin!r}, which a {role} message cannot have")
+    speaker = turn.get("speaker")
+    if speaker is not None and (role != "assistant" or not isinstance(speaker, str)):
+        check.fail(f"{where}.speaker", f"is {speaker!r}; only a reply names its speaker")
+    if speaker is not None and not 1 <= len(speaker) <= 80:
+        check.fail(f"{where}.speaker", "is not a persona id (1-80 characters)")
     covers = None
     if role == "summary":
         doc = check.obj(
@@ -311,6 +318,7 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
         compacted=check.flag(turn.get("compacted", False), f"{where}.compacted"),
         incomplete=check.flag(turn.get("incomplete", False), f"{where}.incomplete"),
         origin=origin,
+        speaker=speaker,
         covers=covers,
     )
 
@@ -413,6 +421,7 @@ async def _import_conversation(
                 int(turn.incomplete),
                 *covers,
                 turn.origin,
+                turn.speaker,
             ),
         )
         ids.append(cursor.lastrowid)

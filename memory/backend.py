@@ -81,6 +81,7 @@ class MemoryBackend(Protocol):
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        speaker: str | None = None,
         origin: Origin | None = None,
     ) -> Turn: ...
 

@@ -84,7 +84,7 @@ def render_memory(context: ContextWindow) -> str | None:
                 lines.append(f"[{format_date(turn_day)}]")
                 day = turn_day
             text = annotate(r.turn.content, r.turn.created_at, tz)
-            lines.append(f"{r.turn.role.capitalize()}: {text}")
+            lines.append(f"{r.turn.who}: {text}")
         parts.append(RECALLED_HEADER + "\n" + "\n".join(lines))
     if not parts:
         return None
@@ -96,9 +96,10 @@ def render_messages(context: ContextWindow) -> list[dict[str, str]]:
     """The recent turns as chat messages, oldest first. Where the day changes (starting from
     today: a window of today's turns carries no date line) the next user message opens with
     that day's date line; turns from before today get their relative dates annotated.
-    Without a time to render against (now unset) the turns are sent as they are."""
+    Without a time to render against (now unset) the turns are sent as they are. A
+    roundtable reply opens with its speaker, `[finance] ...`, so the model knows who said it."""
     if not context.now:
-        return [{"role": t.role, "content": t.content} for t in context.turns]
+        return [{"role": t.role, "content": t.labelled} for t in context.turns]
     tz = _tz(context)
     today = local_date(context.now, tz)
     out: list[dict[str, str]] = []
@@ -106,6 +107,8 @@ def render_messages(context: ContextWindow) -> list[dict[str, str]]:
     for t in context.turns:
         day = local_date(t.created_at, tz)
         text = t.content if day == today else annotate(t.content, t.created_at, tz)
+        if t.speaker:
+            text = f"[{t.speaker}] {text}"
         pending = pending or day != dated
         if t.role == "user" and pending:
             text = f"[{format_date(day)}]\n{text}"

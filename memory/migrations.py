@@ -196,6 +196,19 @@ async def m006_recall_digit_keys(db: aiosqlite.Connection) -> None:
     await rebuild_recall_index(db)
 
 
+@migration
+async def m010_speakers(db: aiosqlite.Connection) -> None:
+    # A roundtable turn is answered by several personas: each reply row names its speaker (the
+    # persona id; NULL for a plain turn, answered by the conversation's persona), and metrics
+    # are kept per speaker. Numbers only in turn_metrics, as before.
+    await _run(
+        db,
+        "ALTER TABLE turns ADD COLUMN speaker TEXT "
+        "CHECK (speaker IS NULL OR length(speaker) BETWEEN 1 AND 80)",
+        "ALTER TABLE turn_metrics ADD COLUMN persona_id TEXT",
+    )
+
+
 async def rebuild_recall_index(db: aiosqlite.Connection, batch: int = 5_000) -> None:
     """Index every turn into an empty `recall_fts`, logging progress on large databases."""
     total = (await db.execute_fetchall("SELECT count(*) FROM turns"))[0][0]

@@ -40,9 +40,21 @@ class Turn:
     covers_to_id: int | None = None
     covers_count: int | None = None  # for a summary: how many messages it covers in all
     incomplete: bool = False  # a reply that was stopped or failed mid-stream
+    speaker: str | None = None  # persona id of a roundtable reply; None: the conversation's
     # None: said in the chat (or written by the summarizer). "edited": a summary the user
     # wrote or edited in the memory panel. "tool": a note of a tool call on the user's side.
     origin: Origin | None = None
+
+    @property
+    def who(self) -> str:
+        """Who wrote it, for a transcript line: 'User', 'Assistant' or 'Assistant (finance)'."""
+        label = self.role.capitalize()
+        return f"{label} ({self.speaker})" if self.speaker else label
+
+    @property
+    def labelled(self) -> str:
+        """The content as the model reads it back: a roundtable reply names its speaker."""
+        return f"[{self.speaker}] {self.content}" if self.speaker else self.content
 
     @property
     def edited(self) -> bool:
@@ -185,6 +197,7 @@ class TurnMetrics:
     recalled_chars: int | None = None
     recent_chars: int | None = None  # recent turns and the new message
     budget_chars: int | None = None  # the memory budget they were packed under
+    persona_id: str | None = None  # the speaker of a roundtable call; None: a plain turn
 
     def __post_init__(self) -> None:
         if self.status not in METRICS_STATUSES:

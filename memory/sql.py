@@ -16,9 +16,9 @@ CONVERSATION_COLUMNS = (
 )
 TURN_COLUMNS = (
     "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
-    "covers_to_id, covers_count, incomplete, origin"
+    "covers_to_id, covers_count, incomplete, speaker, origin"
 )
-TURN_WIDTH = 12  # columns in TURN_COLUMNS
+TURN_WIDTH = 13  # columns in TURN_COLUMNS
 _TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in TURN_COLUMNS.split(","))
 _TURN_COLUMNS_N = ", ".join("n." + c.strip() for c in TURN_COLUMNS.split(","))
 _VISIBLE = "(expires_at IS NULL OR expires_at > ?)"  # not past its retention
@@ -59,8 +59,8 @@ APPEND_COUNTERS = (
     f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
 )
 INSERT_TURN = (
-    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, origin) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, origin) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 TURN_IDS = "SELECT id FROM turns WHERE conversation_id = ? ORDER BY id"
 # An import: the conversation's counters set once for all its turns.
@@ -277,11 +277,12 @@ FOLDED_COUNTERS = (
 
 METRICS_COLUMNS = (
     "model, input_tokens, output_tokens, latency_ms, first_token_ms, status, error_kind, "
-    "persona_chars, pinned_chars, summary_chars, recalled_chars, recent_chars, budget_chars"
+    "persona_chars, pinned_chars, summary_chars, recalled_chars, recent_chars, budget_chars, "
+    "persona_id"
 )
 INSERT_METRICS = (
     f"INSERT INTO turn_metrics (owner, conversation_id, created_at, {METRICS_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "VALUES (" + ", ".join(["?"] * (3 + len(METRICS_COLUMNS.split(",")))) + ")"
 )
 # The newest `limit` calls of one conversation, returned oldest first by the store.
 CONVERSATION_METRICS = (
@@ -356,8 +357,8 @@ SUMMARY_WRITTEN = "UPDATE conversations SET summary_count = summary_count + 1 WH
 ALL_TURNS = f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? ORDER BY id"
 INSERT_IMPORTED_TURN = (
     "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, compacted, "
-    "incomplete, covers_from_id, covers_to_id, covers_count, origin) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "incomplete, covers_from_id, covers_to_id, covers_count, origin, speaker) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 ARCHIVE_COUNTERS = (
     "UPDATE conversations SET message_count = ?, active_count = ?, chars = ?, "
@@ -401,7 +402,8 @@ def turn_from_row(row: tuple) -> Turn:
         covers_to_id=row[8],
         covers_count=row[9],
         incomplete=bool(row[10]),
-        origin=row[11],
+        speaker=row[11],
+        origin=row[12],
     )
 
 

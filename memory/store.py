@@ -250,11 +250,13 @@ class ConversationStore(SteeringVerbs):
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        speaker: str | None = None,
         origin: Origin | None = None,
     ) -> Turn:
         """Save a message (first user message titles an untitled conversation); `created_at`
-        dates one written elsewhere; `origin="tool"`: a tool note (a user turn)."""
-        validate_message(role, content)
+        dates one written elsewhere; `speaker`: a roundtable reply's persona; `origin="tool"`:
+        a tool note (a user turn)."""
+        validate_message(role, content, speaker)
         if origin is not None and (origin, role) != ("tool", "user"):
             raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
         now = self._clock()
@@ -272,21 +274,14 @@ class ConversationStore(SteeringVerbs):
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             # The writer's index_turn trigger adds it to both FTS indexes in this statement.
             cursor = await db.execute(
-                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete), origin)
+                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete), speaker, origin)
             )
             turn_id = cursor.lastrowid
             if vector is not None:
                 await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
         await self._maybe_purge()
-        return Turn(
-            id=turn_id,
-            conversation_id=conv_id,
-            role=role,  # type: ignore[arg-type]
-            content=content,
-            created_at=when,
-            incomplete=incomplete,
-            origin=origin,
-        )
+        flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
+        return Turn(turn_id, conv_id, role, content, when, **flags)  # type: ignore[arg-type]
 
     async def import_conversation(
         self,

@@ -132,7 +132,7 @@ class ExtractiveSummarizer:
             if turn.role not in ("user", "assistant"):
                 continue
             role = "tool" if turn.is_tool_note else turn.role
-            label = role.capitalize()
+            label = "Tool" if turn.is_tool_note else turn.who
             for sentence in _sentences(turn.content):
                 tier = _tier(sentence, role)
                 if tier is not None:

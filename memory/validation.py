@@ -34,11 +34,13 @@ def check_message(content: str) -> None:
         raise MessageTooLong(len(content), MAX_MESSAGE_CHARS)
 
 
-def validate_message(role: str, content: str) -> None:
-    """Raise InvalidRole, EmptyMessage or MessageTooLong; nothing is stored when it raises."""
+def validate_message(role: str, content: str, speaker: str | None = None) -> None:
+    """Raise InvalidRole, EmptyMessage, MessageTooLong or InvalidInput (a bad speaker);
+    nothing is stored when it raises."""
     if role not in ROLES:
         raise InvalidRole(f'Role is {role!r}; a message is either "user" or "assistant".')
     check_message(content)
+    check_speaker(role, speaker)
 
 
 def make_title(text: str) -> str:
@@ -147,3 +149,13 @@ def check_import(
             )
         out.append((role, content, when))
     return out
+
+
+def check_speaker(role: str, speaker: str | None) -> None:
+    """Only a reply has a speaker: a persona id of at most 80 characters."""
+    if speaker is None:
+        return
+    if role != "assistant":
+        raise InvalidInput(f"Only replies have a speaker, not {role} messages.")
+    if not isinstance(speaker, str) or not 1 <= len(speaker) <= 80:
+        raise InvalidInput("A speaker is the persona id that wrote the reply (1-80 characters).")

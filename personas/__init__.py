@@ -16,16 +16,31 @@ from .loader import (
 )
 from .model import DEFAULT_PERSONA_ID, FIELD_NAMES, Persona
 from .registry import BUILTIN_DIR, PersonaRegistry, PersonaVersion
+from .roundtable import (
+    DEFAULT_ROUNDTABLE_ID,
+    ROUNDTABLE_DIR,
+    InvalidRoundtable,
+    MetricEntry,
+    Roundtable,
+    RoundtableRegistry,
+    load_roundtable_text,
+    missing_members,
+)
+from .veto import VetoConfigError, VetoDecision, check_veto, names_in
 
 __all__ = [
     "BUILTIN_DIR",
     "DEFAULT_PERSONA_ID",
+    "DEFAULT_ROUNDTABLE_ID",
     "FIELD_NAMES",
     "FORM_FIELDS",
     "MAX_DOCUMENT_BYTES",
+    "ROUNDTABLE_DIR",
     "FormValues",
     "InvalidPersona",
+    "InvalidRoundtable",
     "MergedForm",
+    "MetricEntry",
     "Persona",
     "PersonaError",
     "PersonaLimitReached",
@@ -33,11 +48,19 @@ __all__ = [
     "PersonaRegistry",
     "PersonaVersion",
     "Problem",
+    "Roundtable",
+    "RoundtableRegistry",
+    "VetoConfigError",
+    "VetoDecision",
     "apply_form",
     "build_system_prompt",
+    "check_veto",
     "fill_placeholders",
     "form_values",
     "load_persona_text",
+    "load_roundtable_text",
+    "missing_members",
+    "names_in",
     "persona_to_yaml",
     "render_greeting",
     "validate_yaml",

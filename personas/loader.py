@@ -229,7 +229,7 @@ def _empty_message(loc: tuple[Any, ...]) -> str:
     return "must not be empty — " + _EMPTY_HINTS.get(field, "write a value or remove the line")
 
 
-def _schema_message(err: Mapping[str, Any]) -> str:
+def _schema_message(err: Mapping[str, Any], field_names: tuple[str, ...] = FIELD_NAMES) -> str:
     kind = err["type"]
     loc = err["loc"]
     ctx = err.get("ctx") or {}
@@ -238,10 +238,10 @@ def _schema_message(err: Mapping[str, Any]) -> str:
         return "required — " + _REQUIRED_HINTS.get(str(loc[-1]), "add it")
     if kind == "extra_forbidden":
         name = str(loc[-1])
-        close = difflib.get_close_matches(name, FIELD_NAMES, n=1)
+        close = difflib.get_close_matches(name, field_names, n=1)
         if close:
             return f"unknown field — did you mean `{close[0]}`? Rename or remove it"
-        return "unknown field — remove it; the fields are: " + ", ".join(FIELD_NAMES)
+        return "unknown field — remove it; the fields are: " + ", ".join(field_names)
     if kind == "invalid_key":
         return (
             f"{_describe(value)} is not a field name — use one of the persona fields or remove it"

@@ -126,6 +126,14 @@ def _write_atomic(path: Path, text: str, *, exclusive: bool) -> None:
 class PersonaRegistry:
     """Personas for every owner: built-ins shared read-only, edits saved per owner."""
 
+    folder = "personas"  # under data_dir; a subclass keeps another kind of document apart
+    default_id = DEFAULT_PERSONA_ID  # listed first
+
+    @staticmethod
+    def load_text(text: str | bytes) -> Persona:
+        """Parse and validate one document (a subclass reads another kind)."""
+        return load_persona_text(text)
+
     def __init__(
         self,
         builtin_dir: str | os.PathLike[str] | None = None,
@@ -139,7 +147,7 @@ class PersonaRegistry:
                 "the persona *.yaml files (the personas package folder by default)."
             )
         self.data_dir = Path(data_dir)  # resolved by the caller (assistant.config.data_dir)
-        self.root = self.data_dir / "personas"
+        self.root = self.data_dir / self.folder
         self._builtins: dict[str, _Builtin] = {}
         self._builtin_lock = threading.Lock()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
@@ -177,7 +185,7 @@ class PersonaRegistry:
         keep = previous.current if previous else None
         try:
             text = path.read_text(encoding="utf-8")
-            persona = load_persona_text(text)
+            persona = self.load_text(text)
             if persona.id != path.stem:
                 raise PersonaError(
                     f"id {persona.id!r} does not match the file name {path.name} — "
@@ -236,7 +244,7 @@ class PersonaRegistry:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError as exc:
             raise PersonaNotFound(f"Version {version} of {folder.name!r} does not exist.") from exc
-        persona = load_persona_text(text)  # files are validated on save; this guards tampering
+        persona = self.load_text(text)  # files are validated on save; this guards tampering
         result = PersonaVersion(persona, version, text, "saved", st.st_mtime)
         if len(self._saved_cache) > 4096:  # versions are small, but owners are unbounded
             self._saved_cache.clear()
@@ -285,7 +293,7 @@ class PersonaRegistry:
             }
         except FileNotFoundError:
             saved_ids = set()
-        ordered_builtins = sorted(builtin_ids, key=lambda i: (i != DEFAULT_PERSONA_ID, i))
+        ordered_builtins = sorted(builtin_ids, key=lambda i: (i != self.default_id, i))
         return ordered_builtins + sorted(saved_ids - builtin_ids)
 
     # ---- public API ------------------------------------------------------------------------
@@ -318,7 +326,7 @@ class PersonaRegistry:
         identical to the version in use returns that version without adding one.
         """
         key = _owner_key(owner)
-        persona = load_persona_text(yaml_text)
+        persona = self.load_text(yaml_text)
         if isinstance(yaml_text, bytes):
             yaml_text = yaml_text.decode("utf-8")
         folder = self._dir(key, persona.id)

@@ -182,10 +182,10 @@ EXPECTED_SCHEMA = [
         "output_tokens >= 0), latency_ms INTEGER CHECK (latency_ms IS NULL OR latency_ms >= 0), "
         "first_token_ms INTEGER CHECK (first_token_ms IS NULL OR first_token_ms >= 0), status "
         "TEXT NOT NULL CHECK (status IN ('ok', 'error', 'stopped', 'refused')), error_kind TEXT, "
-        "created_at REAL NOT NULL , persona_chars INTEGER CHECK (persona_chars IS NULL OR "
-        "persona_chars >= 0), pinned_chars INTEGER CHECK (pinned_chars IS NULL OR pinned_chars "
-        ">= 0), summary_chars INTEGER CHECK (summary_chars IS NULL OR summary_chars >= 0), "
-        "recalled_chars INTEGER CHECK (recalled_chars IS NULL OR recalled_chars >= 0), "
+        "created_at REAL NOT NULL , persona_id TEXT, persona_chars INTEGER CHECK (persona_chars "
+        "IS NULL OR persona_chars >= 0), pinned_chars INTEGER CHECK (pinned_chars IS NULL OR "
+        "pinned_chars >= 0), summary_chars INTEGER CHECK (summary_chars IS NULL OR summary_chars "
+        ">= 0), recalled_chars INTEGER CHECK (recalled_chars IS NULL OR recalled_chars >= 0), "
         "recent_chars INTEGER CHECK (recent_chars IS NULL OR recent_chars >= 0), budget_chars "
         "INTEGER CHECK (budget_chars IS NULL OR budget_chars >= 0))",
     ),
@@ -222,9 +222,10 @@ EXPECTED_SCHEMA = [
         "1 AND 10000), created_at REAL NOT NULL, is_summary INTEGER NOT NULL DEFAULT 0 CHECK "
         "(is_summary = (role = 'summary')), compacted INTEGER NOT NULL DEFAULT 0 CHECK (compacted "
         "IN (0, 1)), incomplete INTEGER NOT NULL DEFAULT 0 CHECK (incomplete IN (0, 1)), "
-        "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, origin TEXT CHECK "
-        "(origin IS NULL OR (origin = 'edited' AND role = 'summary') OR (origin = 'tool' AND "
-        "role = 'user')), CHECK ((role = "
+        "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, speaker TEXT CHECK "
+        "(speaker IS NULL OR length(speaker) BETWEEN 1 AND 80), origin TEXT CHECK (origin IS "
+        "NULL OR (origin = 'edited' AND role = 'summary') OR (origin = 'tool' AND role = "
+        "'user')), CHECK ((role = "
         "'summary') = (covers_to_id IS NOT NULL)), CHECK (covers_from_id IS NULL OR "
         "covers_from_id <= covers_to_id) )",
     ),

@@ -29,7 +29,8 @@ async def store(tmp_path):
 
 
 async def rich_conversation(store, owner="ana"):
-    """Summarized, a user-edited summary, recallable old turns, a tool note, a pin."""
+    """Summarized, a user-edited summary, recallable old turns, a tool note, a roundtable
+    reply with its speaker, a pin."""
     conv = await store.create_conversation(owner, persona_id="finance")
     await store.append(owner, conv.id, "user", "The Kestrel invoice is due on 3 May.")
     for i in range(1, 101):
@@ -38,6 +39,7 @@ async def rich_conversation(store, owner="ana"):
     await store.write_summary(owner, conv.id, "Kestrel owes 12,400 EUR.")
     await store.append(owner, conv.id, "user", 'search_memory(query="Kestrel") → ok', origin="tool")
     await store.append(owner, conv.id, "assistant", "Found it.", incomplete=True)
+    await store.append(owner, conv.id, "assistant", "Margin holds.", speaker="finance")
     await store.pin(owner, conv.id, "Gross-margin red line is 15%")
     return conv
 
@@ -69,7 +71,8 @@ async def test_export_then_import_gives_the_same_context_and_keeps_timestamps(st
     assert "Kestrel invoice" in str(rows_of(mine))  # recall really brought it back
     original = await store.transcript("ana", conv.id)
     imported = await store.transcript("bob", copy.id)
-    keep = ("role", "content", "created_at", "compacted", "incomplete", "origin", "covers_count")
+    keep = ("role", "content", "created_at", "compacted", "incomplete", "origin", "speaker")
+    keep += ("covers_count",)
     assert [[getattr(t, k) for k in keep] for t in imported] == [
         [getattr(t, k) for k in keep] for t in original
     ]
@@ -146,6 +149,8 @@ BAD_FILES = [
     (edited(_set(["conversations", 0, "turns", 1, "content"], "x" * 10_001)), "limit is 10,000"),
     (edited(_set(["conversations", 0, "turns", 0, "created_at"], "soon")), "not a timestamp"),
     (edited(_set(["conversations", 0, "turns", 0, "origin"], "edited")), "user message cannot"),
+    (edited(_set(["conversations", 0, "turns", 0, "speaker"], "finance")), "only a reply names"),
+    (edited(_set(["conversations", 0, "turns", 1, "speaker"], "")), "not a persona id"),
     (
         edited(lambda doc: doc["conversations"][0]["turns"].append(SUMMARY_PAST_THE_END)),
         r"covers.to is not the position of an earlier message",

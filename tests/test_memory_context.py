@@ -49,9 +49,19 @@ SMALL = MemoryPolicy(
 )
 
 
-def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None), origin=None):
-    """The 12 turn columns, in memory.sql.TURN_COLUMNS order."""
-    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, origin)
+def turn(
+    tid,
+    role,
+    content,
+    *,
+    is_summary=0,
+    compacted=0,
+    covers=(None, None, None),
+    speaker=None,
+    origin=None,
+):
+    """The 13 turn columns, in memory.sql.TURN_COLUMNS order."""
+    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, speaker, origin)
 
 
 def conversation(message_count, active_count):

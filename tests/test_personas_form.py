@@ -30,7 +30,10 @@ def test_form_values_are_text_friendly_and_named():
     values = form_values(finance())
     assert values._fields == FORM_FIELDS
     assert values.display_name == "Finance Controller" == values[0]
-    assert values.parameters == "veto_threshold_pct: 15\nmax_payment_terms_days: 60"
+    assert (
+        values.parameters
+        == "veto_threshold_pct: 15\nmax_payment_terms_days: 60\nveto_label: FINANCE VETO"
+    )
     assert values.special_rules.splitlines()[0].startswith("If the expected gross margin")
     assert values.temperature == 0.2
 

@@ -104,11 +104,11 @@ def test_owners_are_isolated(registry: PersonaRegistry):
 def test_owner_folders_are_hashed_and_builtin_files_untouched(
     registry: PersonaRegistry, builtin_dir: Path, tmp_path: Path
 ):
-    before = {p.name: p.read_bytes() for p in builtin_dir.iterdir()}
+    before = {p.name: p.read_bytes() for p in builtin_dir.iterdir() if p.is_file()}
     owner = "../../evil/owner"
     registry.save(owner, finance_text(20))
     registry.revert_to_builtin(owner, "finance")
-    assert {p.name: p.read_bytes() for p in builtin_dir.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in builtin_dir.iterdir() if p.is_file()} == before
     folders = [p.name for p in (tmp_path / "data" / "personas").iterdir()]
     assert folders == [hashlib.sha256(owner.encode()).hexdigest()[:32]]
     assert not (tmp_path / "evil").exists()

@@ -18,9 +18,11 @@ import gradio as gr
 from assistant.chat import Cleared, Delta, Done, ToolUsed
 from assistant.conversations import Conversations
 from assistant.errors import InvalidMessage, UserError
+from assistant.roundtable import Speaking, Spoke
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
+from ui.i18n import t
 from ui.page import (
     QUIET,
     ChatView,
@@ -117,12 +119,33 @@ async def _stream(
     reply = ""
     # The facade's stream holds the conversation's turn lock until it is closed, so a refresh
     # after Stop (finish_turn) sees the saved partial reply.
+    header = ""  # a roundtable speaker's avatar and name, above its reply
     try:
         chat = [*chat, {"role": "assistant", "content": ""}]
         async for event in events:
-            if isinstance(event, Delta):
+            if isinstance(event, Speaking):
+                # Each speaker gets its own bubble; the first one takes the empty placeholder.
+                header = views.speaker_header(event.speaker.avatar, event.speaker.display_name)
+                reply = ""
+                bubble = {"role": "assistant", "content": header}
+                if views.message_text(chat[-1].get("content")):
+                    chat = [*chat, bubble]
+                else:
+                    chat[-1] = bubble
+                if event.veto is not None and event.speaker.role != "chair":
+                    notices.info(
+                        views.veto_note(event.veto, event.speaker.display_name), title="Veto"
+                    )
+                yield skipped(TurnView)._replace(
+                    conversation_id=conversation_id, chat=chat, turn_done=False
+                )
+            elif isinstance(event, Delta):
                 reply += event.text
-                chat[-1] = {"role": "assistant", "content": views.message_markdown(reply)}
+                content = views.message_markdown(reply)
+                chat[-1] = {
+                    "role": "assistant",
+                    "content": f"{header}\n\n{content}" if header else content,
+                }
                 yield skipped(TurnView)._replace(
                     conversation_id=conversation_id, chat=chat, turn_done=False
                 )
@@ -134,8 +157,8 @@ async def _stream(
                 )
             elif isinstance(event, Cleared):
                 cleared = event.result
-            elif isinstance(event, Done):
-                notice = event.notice
+            elif isinstance(event, Done | Spoke):
+                notice = (event.done if isinstance(event, Spoke) else event).notice or notice
     except UserError as exc:
         failure = exc
     finally:
@@ -294,13 +317,13 @@ def render() -> ChatPane:
         buttons=["copy", "copy_all"],
         layout="bubble",
         group_consecutive_messages=False,  # a reset note is not the greeting
-        placeholder="Say something to start a conversation.",
+        placeholder=t("chat_placeholder"),
     )
     input_notice = gr.Markdown(visible=False, elem_id="input-notice")
     with gr.Row(elem_id="composer", equal_height=True):
         persona = gr.Dropdown(
             choices=[],
-            label="Persona",
+            label=t("persona"),
             show_label=False,
             scale=0,
             min_width=250,
@@ -308,7 +331,7 @@ def render() -> ChatPane:
         )
         chat_input = gr.Textbox(
             show_label=False,
-            placeholder="Type a message — Enter to send, Shift+Enter for a new line",
+            placeholder=t("input_placeholder"),
             lines=1,
             max_lines=8,
             submit_btn=True,

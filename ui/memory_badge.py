@@ -15,6 +15,7 @@ from assistant.errors import UserError
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
+from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, extended, outputs, render_chat
 
 log = logging.getLogger("mnemo.app")
@@ -92,14 +93,12 @@ def render_badge() -> MemoryBadge:
     """The header row; what the assistant remembers stays in view on every tab."""
     with gr.Row(elem_id="chat-header", equal_height=True):
         badge = gr.Markdown(elem_id="memory-badge")
-        reset_btn = gr.Button(
-            "🧹 Reset memory", size="sm", scale=0, min_width=140, elem_id="reset-btn"
-        )
+        reset_btn = gr.Button(t("reset"), size="sm", scale=0, min_width=140, elem_id="reset-btn")
     with gr.Group(visible=False, elem_id="reset-confirm") as confirm:
         text = gr.Markdown(elem_id="reset-confirm-text")
         with gr.Row():
-            yes = gr.Button("Forget it", size="sm", variant="stop", elem_id="reset-yes")
-            no = gr.Button("Cancel", size="sm", elem_id="reset-no")
+            yes = gr.Button(t("forget_it"), size="sm", variant="stop", elem_id="reset-yes")
+            no = gr.Button(t("cancel"), size="sm", elem_id="reset-no")
     return MemoryBadge(badge, reset_btn, confirm, text, yes, no)
 
 
@@ -116,9 +115,7 @@ SCROLL_INSPECTOR_INTO_VIEW = """() => setTimeout(() => {
 
 def render_inspector() -> gr.Markdown:
     """The inspector under the chat: the exact text the model receives next."""
-    with gr.Accordion(
-        "🔍 What the model receives next", open=False, elem_id="inspector"
-    ) as accordion:
+    with gr.Accordion(t("inspector"), open=False, elem_id="inspector") as accordion:
         body = gr.Markdown(elem_id="inspector-body")
     accordion.expand(None, js=SCROLL_INSPECTOR_INTO_VIEW, **QUIET)
     return body

@@ -23,6 +23,7 @@ import gradio as gr
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
+from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, extended, outputs, render_chat
 
 log = logging.getLogger("mnemo.app")
@@ -332,54 +333,54 @@ class MemoryPanel:
 
 def render() -> MemoryPanel:
     """Build the panel (in the chat tab, under the inspector)."""
-    with gr.Accordion(
-        "🧠 Memory — see and steer what is remembered", open=False, elem_id="memory-panel"
-    ):
+    with gr.Accordion(t("mp_panel"), open=False, elem_id="memory-panel"):
         with gr.Row():
             with gr.Column():
-                gr.Markdown("#### Summary of the earlier conversation")
+                gr.Markdown(t("mp_summary"))
                 summary_note = gr.Markdown(elem_id="summary-note")
                 summary_text = gr.Textbox(
                     show_label=False,
                     lines=4,
                     max_lines=12,
                     elem_id="summary-text",
-                    placeholder="Written when the conversation grows long.",
+                    placeholder=t("mp_summary_placeholder"),
                 )
                 with gr.Row():
-                    summary_save = gr.Button("Save my summary", size="sm", elem_id="summary-save")
-                    summary_clear = gr.Button("Clear it", size="sm", elem_id="summary-clear")
-                gr.Markdown("#### Recall for the message you are typing")
+                    summary_save = gr.Button(
+                        t("mp_summary_save"), size="sm", elem_id="summary-save"
+                    )
+                    summary_clear = gr.Button(
+                        t("mp_summary_clear"), size="sm", elem_id="summary-clear"
+                    )
+                gr.Markdown(t("mp_recall"))
                 recall_preview = gr.Markdown(
                     views.recall_markdown([], None), elem_id="recall-preview"
                 )
             with gr.Column():
-                gr.Markdown("#### Pinned facts — always sent, never summarized away")
+                gr.Markdown(t("mp_pins"))
                 pins_note = gr.Markdown(elem_id="pins-note")
                 pinned_facts = gr.CheckboxGroup(show_label=False, elem_id="pinned-facts")
-                unpin = gr.Button("Delete ticked facts", size="sm", elem_id="unpin")
+                unpin = gr.Button(t("mp_unpin"), size="sm", elem_id="unpin")
                 new_fact = gr.Textbox(
                     show_label=False,
                     max_lines=3,
                     elem_id="new-fact",
-                    placeholder="A fact to keep, e.g. I'm vegetarian — or click a message",
+                    placeholder=t("mp_new_fact"),
                 )
                 with gr.Row():
                     pin_about_me = gr.Checkbox(
-                        label="About me (all my chats)", value=False, elem_id="pin-about-me"
+                        label=t("mp_pin_about_me"), value=False, elem_id="pin-about-me"
                     )
-                    pin = gr.Button("📌 Pin", size="sm", variant="primary", elem_id="pin-fact")
-                gr.Markdown("#### About me, across conversations")
+                    pin = gr.Button(t("mp_pin"), size="sm", variant="primary", elem_id="pin-fact")
+                gr.Markdown(t("mp_about_me"))
                 about_me_toggle = gr.Checkbox(
-                    label="Send my “about me” facts in every conversation (off by default)",
+                    label=t("mp_about_me_toggle"),
                     value=False,
                     elem_id="about-me-toggle",
                 )
                 about_me_facts = gr.CheckboxGroup(show_label=False, elem_id="about-me-facts")
-                unpin_about_me = gr.Button(
-                    "Delete ticked facts", size="sm", elem_id="unpin-about-me"
-                )
-        gr.Markdown("#### What each reply was sent")
+                unpin_about_me = gr.Button(t("mp_unpin"), size="sm", elem_id="unpin-about-me")
+        gr.Markdown(t("mp_sent"))
         with gr.Row():
             # Lines, not stacked bars: the budget is a line of its own to compare against.
             plot_parts = gr.LinePlot(
@@ -411,26 +412,26 @@ def render() -> MemoryPanel:
                 elem_id="plot-latency",
                 height=260,
             )
-        gr.Markdown("#### Take your memory with you")
+        gr.Markdown(t("mp_take"))
         with gr.Row():
-            export_one = gr.Button("⬇️ Export this conversation", size="sm", elem_id="export-one")
-            export_all = gr.Button("⬇️ Export all", size="sm", elem_id="export-all")
+            export_one = gr.Button(t("mp_export_one"), size="sm", elem_id="export-one")
+            export_all = gr.Button(t("mp_export_all"), size="sm", elem_id="export-all")
             import_file_btn = gr.UploadButton(
                 "⬆️ Import", file_types=[".json"], size="sm", elem_id="import-file"
             )
             delete_all = gr.Button(
-                "🗑️ Delete all my data", size="sm", variant="stop", elem_id="delete-all"
+                t("mp_delete_all"), size="sm", variant="stop", elem_id="delete-all"
             )
         export = gr.File(
-            visible=False, interactive=False, elem_id="export-file", label="Your export"
+            visible=False, interactive=False, elem_id="export-file", label=t("mp_export_file")
         )
         with gr.Group(visible=False, elem_id="delete-all-confirm") as confirm:
             confirm_text = gr.Markdown(elem_id="delete-all-text")
             with gr.Row():
                 yes = gr.Button(
-                    "Delete everything", size="sm", variant="stop", elem_id="delete-all-yes"
+                    t("mp_delete_everything"), size="sm", variant="stop", elem_id="delete-all-yes"
                 )
-                no = gr.Button("Cancel", size="sm", elem_id="delete-all-no")
+                no = gr.Button(t("cancel"), size="sm", elem_id="delete-all-no")
         time_zone = gr.Textbox(visible=False, elem_id="time-zone")
     return MemoryPanel(
         summary_note,

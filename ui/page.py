@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from assistant.badge import badge_text
+from assistant.local import LocalModel
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
@@ -92,10 +93,15 @@ class ChatView(NamedTuple):
 
 
 async def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """The persona picker's (label, id) choices, and each persona's avatar by id."""
-    personas = await (await rt.conversations()).personas(owner)
+    """The persona picker's (label, id) choices, the roundtables after the personas, and each
+    one's avatar by id."""
+    facade = await rt.conversations()
+    personas = await facade.personas(owner)
+    boards = await facade.roundtables(owner)
     choices = [(views.persona_label(p), p.id) for p in personas]
+    choices += [(views.roundtable_label(b), b.ref) for b in boards]
     avatars = {p.id: p.avatar or "💬" for p in personas}
+    avatars |= {b.ref: views.ROUNDTABLE_AVATAR for b in boards}
     return choices, avatars
 
 
@@ -130,27 +136,35 @@ async def render_chat(
         )
         conversation_id = None
     conversation = opened.conversation
+    board = opened.roundtable
+    greeting = opened.persona.greeting
+    if board is not None:
+        greeting = views.roundtable_greeting(board, offline=isinstance(rt.model, LocalModel))
     if conversation is not None:
         page = opened.transcript
-        chat = views.chat_messages(page.turns, opened.persona.greeting, hidden=page.earlier or 0)
+        chat = views.chat_messages(
+            page.turns, greeting, hidden=page.earlier or 0, speakers=opened.speakers
+        )
         badge = badge_text(opened.status, opened.model)
         title = conversation.title or ""
         retention = conversation.retention_minutes or 0
     else:
-        chat = views.chat_messages([], opened.persona.greeting)
+        chat = views.chat_messages([], greeting)
         badge = views.draft_badge(opened.model)
         title = ""
         retention = 0
         if opened.state == "unreadable":
             chat = plain_chat(shown) or chat
             badge = badge_text(opened.status, opened.model)
+    if board is not None:
+        badge = views.roundtable_badge(badge, board)
     listed = views.conversation_choices(conversations, avatars)
     selected = conversation_id if any(cid == conversation_id for _, cid in listed) else None
     return ChatView(
         conversation_id=conversation_id,
         conversations=gr.update(choices=listed, value=selected),
         chat=chat,
-        persona=gr.update(choices=choices, value=opened.persona.id),
+        persona=gr.update(choices=choices, value=board.ref if board else opened.persona.id),
         badge=badge,
         inspector=views.preview_markdown(opened.preview),
         title=gr.update(value=title, interactive=conversation is not None),

@@ -19,6 +19,7 @@ from assistant.errors import InvalidPersonaYaml
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
+from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
 
 _FORM = [(name, Any) for name in FORM_FIELDS]
@@ -173,19 +174,17 @@ class PersonasTab:
 
 def _render_form() -> dict[str, Any]:
     return {
-        "display_name": gr.Textbox(label="Display name", max_lines=1, elem_id="f-display_name"),
-        "avatar": gr.Textbox(label="Avatar", max_lines=1, elem_id="f-avatar"),
-        "role_description": gr.Textbox(label="Role", lines=3, elem_id="f-role_description"),
-        "language": gr.Textbox(label="Language", max_lines=1, elem_id="f-language"),
-        "personality": gr.Textbox(label="Personality", lines=2, elem_id="f-personality"),
-        "focus_areas": gr.Textbox(
-            label="Focus areas (one per line)", lines=3, elem_id="f-focus_areas"
+        "display_name": gr.Textbox(
+            label=t("f_display_name"), max_lines=1, elem_id="f-display_name"
         ),
-        "special_rules": gr.Textbox(
-            label="Rules (one per line)", lines=3, elem_id="f-special_rules"
-        ),
+        "avatar": gr.Textbox(label=t("f_avatar"), max_lines=1, elem_id="f-avatar"),
+        "role_description": gr.Textbox(label=t("f_role"), lines=3, elem_id="f-role_description"),
+        "language": gr.Textbox(label=t("f_language"), max_lines=1, elem_id="f-language"),
+        "personality": gr.Textbox(label=t("f_personality"), lines=2, elem_id="f-personality"),
+        "focus_areas": gr.Textbox(label=t("f_focus"), lines=3, elem_id="f-focus_areas"),
+        "special_rules": gr.Textbox(label=t("f_rules"), lines=3, elem_id="f-special_rules"),
         "temperature": gr.Number(
-            label="Temperature (0–2; empty = model default)",
+            label=t("f_temperature"),
             minimum=0,
             maximum=2,
             step=0.1,
@@ -193,7 +192,7 @@ def _render_form() -> dict[str, Any]:
         ),
         "parameters": gr.Code(
             language="yaml",
-            label="Parameters (name: value, one per line)",
+            label=t("f_parameters"),
             lines=2,
             elem_id="f-parameters",
         ),
@@ -203,11 +202,11 @@ def _render_form() -> dict[str, Any]:
 def render() -> PersonasTab:
     """Build the tab's contents (inside its gr.Tab)."""
     with gr.Row(elem_id="persona-bar"):
-        picker = gr.Dropdown(choices=[], label="Persona", elem_id="persona-picker", scale=2)
-        versions = gr.Dropdown(choices=[], label="Versions", elem_id="persona-versions", scale=2)
+        picker = gr.Dropdown(choices=[], label=t("persona"), elem_id="persona-picker", scale=2)
+        versions = gr.Dropdown(choices=[], label=t("versions"), elem_id="persona-versions", scale=2)
         with gr.Column(scale=1, min_width=180, elem_id="version-actions"):
-            rollback_btn = gr.Button("↩️ Use this version", size="sm", elem_id="rollback-btn")
-            revert_btn = gr.Button("Revert to built-in", size="sm", elem_id="revert-btn")
+            rollback_btn = gr.Button(t("use_version"), size="sm", elem_id="rollback-btn")
+            revert_btn = gr.Button(t("revert"), size="sm", elem_id="revert-btn")
     with gr.Row():
         with gr.Column(scale=3):
             # Known flaw, left as is: an apostrophe ("user's", "won't") colours the rest of its
@@ -226,13 +225,11 @@ def render() -> PersonasTab:
             )
             status = gr.Markdown(elem_id="persona-status")
             with gr.Row():
-                validate_btn = gr.Button("Validate", elem_id="validate-btn")
-                save_btn = gr.Button(
-                    "💾 Save as new version", variant="primary", elem_id="save-btn"
-                )
+                validate_btn = gr.Button(t("validate"), elem_id="validate-btn")
+                save_btn = gr.Button(t("save"), variant="primary", elem_id="save-btn")
         with gr.Column(scale=2):
             form = _render_form()
-    with gr.Accordion("Composed system prompt (live preview)", open=True, elem_id="preview"):
+    with gr.Accordion(t("prompt_preview"), open=True, elem_id="preview"):
         preview = gr.Textbox(
             show_label=False,
             interactive=False,

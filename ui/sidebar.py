@@ -19,6 +19,7 @@ from assistant.local import LocalModel
 from assistant.runtime import Runtime
 from ui import notices, tokens, views
 from ui.errors import require_owner, user_errors
+from ui.i18n import t
 from ui.page import (
     QUIET,
     ChatView,
@@ -218,13 +219,13 @@ def render(rt: Runtime) -> Sidebar:
     # Sign-in exists only on a Space whose README asks for it (hf_oauth: true sets these).
     with_login = bool(os.environ.get("SPACE_ID") and os.environ.get("OAUTH_CLIENT_ID"))
     with gr.Sidebar(elem_id="sidebar", width=300):
-        gr.Markdown("## 🧠 Mnemo\nA chat assistant that remembers.", elem_id="brand")
+        gr.Markdown(t("brand"), elem_id="brand")
         if with_login:
             gr.LoginButton(elem_id="login")
-        new_btn = gr.Button("➕ New chat", variant="primary", elem_id="new-chat")
+        new_btn = gr.Button(t("new_chat"), variant="primary", elem_id="new-chat")
         search_box = gr.Textbox(
             show_label=False,
-            placeholder="🔍 Search conversations",
+            placeholder=t("search"),
             max_lines=1,
             max_length=SEARCH_CHARS,
             container=False,
@@ -244,34 +245,35 @@ def render(rt: Runtime) -> Sidebar:
         )
         hit_ids = gr.State([])
         conversations = gr.Radio(
-            choices=[], label="Conversations", elem_id="conversations", container=False
+            choices=[], label=t("conversations"), elem_id="conversations", container=False
         )
-        with gr.Accordion("Rename · memory · delete", open=False, elem_id="manage"):
+        with gr.Accordion(t("manage"), open=False, elem_id="manage"):
             title_box = gr.Textbox(
-                label="Name", placeholder="A new name", max_lines=1, elem_id="rename-box"
+                label=t("name"),
+                placeholder=t("name_placeholder"),
+                max_lines=1,
+                elem_id="rename-box",
             )
             with gr.Row():
-                rename_btn = gr.Button("Rename", size="sm", elem_id="rename-btn")
-                delete_btn = gr.Button("🗑️ Delete", size="sm", variant="stop", elem_id="delete-btn")
+                rename_btn = gr.Button(t("rename"), size="sm", elem_id="rename-btn")
+                delete_btn = gr.Button(t("delete"), size="sm", variant="stop", elem_id="delete-btn")
             retention = gr.Dropdown(
                 choices=views.RETENTION_CHOICES,
                 value=0,
-                label="Memory",
+                label=t("memory"),
                 elem_id="retention",
             )
             with gr.Group(visible=False, elem_id="delete-confirm") as confirm_row:
                 confirm_text = gr.Markdown(elem_id="delete-confirm-text")
                 with gr.Row():
                     confirm_yes = gr.Button(
-                        "Delete for good", size="sm", variant="stop", elem_id="delete-yes"
+                        t("delete_for_good"), size="sm", variant="stop", elem_id="delete-yes"
                     )
-                    confirm_no = gr.Button("Cancel", size="sm", elem_id="delete-no")
+                    confirm_no = gr.Button(t("cancel"), size="sm", elem_id="delete-no")
         token_panel = tokens.render()
-        gr.Markdown(
-            views.model_note(rt.model_name, offline=isinstance(rt.model, LocalModel)),
-            elem_id="model-name",
-            elem_classes="muted",
-        )
+        offline = isinstance(rt.model, LocalModel)
+        note = views.model_note(rt.model_name, offline=offline, lead=t("answering"))
+        gr.Markdown(note, elem_id="model-name", elem_classes="muted")
     return Sidebar(
         new_chat=new_btn,
         search=search_box,

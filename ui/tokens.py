@@ -15,6 +15,7 @@ import gradio as gr
 
 from assistant.errors import UserError
 from assistant.runtime import Runtime
+from ui import i18n
 
 from . import notices, views
 from .errors import require_owner
@@ -107,15 +108,15 @@ def hide_secret() -> Any:
 
 def render() -> TokenPanel:
     """Build the panel, a closed accordion (inside the sidebar)."""
-    with gr.Accordion("🔑 API tokens", open=False, elem_id="api-tokens") as accordion:
+    with gr.Accordion(i18n.t("tokens"), open=False, elem_id="api-tokens") as accordion:
         gr.Markdown(INTRO, elem_classes="muted")
         name = gr.Textbox(
-            label="New token's name",
+            label=i18n.t("token_name"),
             placeholder="e.g. my-bot",
             max_lines=1,
             elem_id="token-name",
         )
-        create = gr.Button("Create token", size="sm", elem_id="token-create")
+        create = gr.Button(i18n.t("create_token"), size="sm", elem_id="token-create")
         secret = gr.Textbox(
             label=SHOWN_ONCE,
             visible=False,
@@ -124,8 +125,8 @@ def render() -> TokenPanel:
             elem_id="token-secret",
         )
         listing = gr.Markdown(NO_TOKENS, elem_id="token-list")
-        choice = gr.Dropdown(choices=[], label="Revoke a token", elem_id="token-choice")
-        revoke = gr.Button("Revoke", size="sm", variant="stop", elem_id="token-revoke")
+        choice = gr.Dropdown(choices=[], label=i18n.t("revoke_token"), elem_id="token-choice")
+        revoke = gr.Button(i18n.t("revoke"), size="sm", variant="stop", elem_id="token-revoke")
     return TokenPanel(accordion, name, create, secret, listing, choice, revoke)
 
 

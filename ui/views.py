@@ -94,8 +94,17 @@ def message_text(content: Any) -> str:
     return str(content)
 
 
+def speaker_header(avatar: str | None, name: str) -> str:
+    """The first line of a roundtable speaker's bubble: its avatar and name (the same while
+    streaming and when the conversation is reopened)."""
+    return f"{plain_markdown(avatar or '💬')} **{plain_markdown(name)}**"
+
+
 def chat_messages(
-    turns: Iterable[Any], greeting: str | None = None, hidden: int = 0
+    turns: Iterable[Any],
+    greeting: str | None = None,
+    hidden: int = 0,
+    speakers: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Transcript turns (oldest first) -> Chatbot messages.
 
@@ -128,6 +137,13 @@ def chat_messages(
         content = message_markdown(turn.content)
         if turn.role == "assistant" and getattr(turn, "incomplete", False):
             content = f"{content}\n\n{STOPPED_NOTE}" if content else STOPPED_NOTE
+        speaker = getattr(turn, "speaker", None)
+        if turn.role == "assistant" and speaker:
+            info = (speakers or {}).get(speaker)  # None: that persona is gone; show its id
+            header = speaker_header(
+                info.avatar if info else None, info.display_name if info else speaker
+            )
+            content = f"{header}\n\n{content}"
         messages.append({"role": turn.role, "content": content})
     if folded:
         messages.append({"role": "assistant", "content": folded_note(folded)})
@@ -182,9 +198,9 @@ def conversation_choices(
     ]
 
 
-def model_note(model_name: str, offline: bool) -> str:
-    """The sidebar's footnote on who answers."""
-    note = f"Answering: **{model_name}**"
+def model_note(model_name: str, offline: bool, lead: Any = "Answering:") -> str:
+    """The sidebar's footnote on who answers (`lead` may be a translatable label)."""
+    note = f"{lead} **{model_name}**"
     if offline:
         note += (
             "  \nA tiny model that runs on this machine: expect weak answers. "
@@ -224,7 +240,12 @@ def preview_markdown(preview: Any | None) -> str:
             f"**{compact_number(budget)}** characters; your next message comes after it."
         )
     system = getattr(preview, "system_instruction", None)
-    if system:
+    # A roundtable: every speaker receives its own system text, shown below; the shared
+    # recent turns follow once.
+    members = list(getattr(preview, "members", None) or [])
+    if members:
+        lines.append(members_markdown(members))
+    elif system:
         # The exact system text: the persona's prompt plus the memory note with the summary.
         lines.append("#### System instruction")
         lines.append(_fence(system))
@@ -271,6 +292,67 @@ def reset_note(result: Any) -> str:
     if getattr(result, "title_cleared", False):
         what += " and the title"
     return f"🧹 Memory cleared: forgot {what} ({chars:,} characters)."
+
+
+ROUNDTABLE_AVATAR = "👥"
+
+
+def roundtable_label(board: Any) -> str:
+    """The picker's entry for a roundtable."""
+    return f"{ROUNDTABLE_AVATAR} {board.display_name}"
+
+
+def roundtable_members(board: Any) -> str:
+    """The speakers in order, e.g. '📈 Sales Director → … → 🧭 總經理'."""
+    return " → ".join(
+        plain_markdown(f"{p.avatar or '💬'} {p.display_name}") for p in board.speakers
+    )
+
+
+def roundtable_badge(badge: str, board: Any) -> str:
+    """The memory badge of a roundtable chat: the members after the memory line."""
+    name = plain_markdown(board.display_name)
+    return f"{badge}  \n{ROUNDTABLE_AVATAR} **{name}**: {roundtable_members(board)}"
+
+
+def roundtable_greeting(board: Any, offline: bool) -> str:
+    """What opens a roundtable chat (shown, never stored or sent)."""
+    chair = next((p.display_name for p in board.speakers if p.id == board.chair), board.chair)
+    name, chair = plain_markdown(board.display_name), plain_markdown(chair)
+    text = (
+        f"{ROUNDTABLE_AVATAR} **{name}** — ask one question: each member answers "
+        f"in turn, then {chair} decides.\n\n{roundtable_members(board)}"
+    )
+    if board.problem:
+        text += f"\n\n⚠️ {board.problem}"
+    if offline:
+        text += (
+            f"\n\n_The offline model answers {len(board.speakers)} times per message: "
+            "expect this to take several minutes._"
+        )
+    return text
+
+
+def veto_note(veto: Any, speaker_name: str) -> str:
+    """The toast when the metrics table decides a veto."""
+    return (
+        f"{speaker_name} must veto: {veto.reason()} (threshold {veto.threshold_pct:g}%), "
+        "decided from the business-metrics table."
+    )
+
+
+def members_markdown(members: Sequence[Any]) -> str:
+    """The inspector's part for a roundtable: what each speaker receives, in order."""
+    lines = [f"#### What each speaker receives ({len(members)})"]
+    for n, member in enumerate(members, 1):
+        speaker = member.speaker
+        veto = " · ⛔ told to veto" if member.veto is not None and speaker.role != "chair" else ""
+        who = plain_markdown(f"{speaker.avatar or '💬'} {speaker.display_name}")
+        lines.append(f"##### {n}. {who}{veto}")
+        lines.append(_fence(member.system_instruction))
+        lines.append("_Its user message:_")
+        lines.append(_fence(member.user_message))
+    return "\n\n".join(lines)
 
 
 def persona_label(persona: Any) -> str:

@@ -1,0 +1,91 @@
+"""The roundtable's veto, decided by code from the metrics table — never left to a model.
+
+Before the vetoing member speaks, `check_veto()` looks for entries of the roundtable's metrics
+table that the question names (whole words for Latin names, so "Nikes" is not "Nike"; plain
+containment for CJK names, which have no spaces) and compares their gross margin with the
+member's threshold parameter, read from the persona as the owner has it now — so a threshold
+edited in the persona editor applies from the next message. A margin exactly at the threshold
+passes ("below" is strict), as the finance persona's rule says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .compose import format_parameter
+from .model import Persona
+from .roundtable import MetricEntry, Roundtable
+
+DEFAULT_VETO_LABEL = "VETO"
+
+
+class VetoConfigError(ValueError):
+    """The vetoing persona lacks a usable threshold parameter; the message says what to add."""
+
+
+@dataclass(frozen=True)
+class VetoDecision:
+    """The outcome of the check for one question (`vetoed` False: nothing named is below)."""
+
+    member: str  # persona id of the member holding the veto
+    threshold_pct: float
+    label: str  # what the vetoing member's last line starts with
+    named: tuple[MetricEntry, ...]  # entries the question names, table order
+    below: tuple[MetricEntry, ...]  # of those, the ones under the threshold
+
+    @property
+    def vetoed(self) -> bool:
+        return bool(self.below)
+
+    def reason(self) -> str:
+        """One line naming each entry under the threshold, e.g. 'Nike: 12% < 15%'."""
+        threshold = format_parameter(self.threshold_pct)
+        return "; ".join(
+            f"{m.name}: {format_parameter(m.gross_margin_pct)}% < {threshold}%" for m in self.below
+        )
+
+
+def _is_latin(name: str) -> bool:
+    return all(ord(ch) < 0x2E80 for ch in name)
+
+
+def names_in(question: str, entry: MetricEntry) -> bool:
+    """Whether the question names the entry (by name or alias, case-insensitive)."""
+    folded = question.casefold()
+    for name in entry.names:
+        key = name.casefold()
+        if _is_latin(key):
+            if re.search(r"(?<![\w])" + re.escape(key) + r"(?![\w])", folded):
+                return True
+        elif key in folded:
+            return True
+    return False
+
+
+def threshold_of(persona: Persona, parameter: str) -> float:
+    """The persona's threshold in %, or VetoConfigError saying what to add."""
+    value = persona.parameters.get(parameter)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VetoConfigError(
+            f"Persona {persona.id!r} holds the roundtable's veto but has no number "
+            f"`{parameter}` under parameters — add e.g. `{parameter}: 15` in the persona editor."
+        )
+    return float(value)
+
+
+def check_veto(question: str, roundtable: Roundtable, vetoer: Persona) -> VetoDecision | None:
+    """The veto decision for `question`, or None when the roundtable has no veto rule."""
+    rule = roundtable.veto
+    if rule is None:
+        return None
+    threshold = threshold_of(vetoer, rule.threshold_parameter)
+    label = vetoer.parameters.get(rule.label_parameter)
+    named = tuple(m for m in roundtable.metrics if names_in(question, m))
+    return VetoDecision(
+        member=rule.member,
+        threshold_pct=threshold,
+        label=str(label).strip() if label else DEFAULT_VETO_LABEL,
+        named=named,
+        below=tuple(m for m in named if m.gross_margin_pct < threshold),
+    )

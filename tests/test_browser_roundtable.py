@@ -1,0 +1,189 @@
+"""A roundtable in a real browser: Playwright drives Debian's Chromium against `python app.py`
+answering through the fake Gemini server, whose replies name the persona that was asked (read
+from the system instruction the real google-genai client sent). Also takes the README's
+screenshot of a roundtable in 繁體中文 (docs/roundtable-zh-tw.png)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fake_gemini import FakeGemini, Recorded, Reply
+from test_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    WAIT_MS,
+    AppServer,
+    _no_browser_reason,
+    badge,
+    bot_messages,
+    expect,
+)
+
+pytestmark = pytest.mark.browser
+
+SEATS = {
+    "Persona: Sales Director": ("Sales", "這是一張策略性訂單，耐吉是我們最大的客戶。"),
+    "Persona: Production Manager": ("Production", "二號產線三月有產能，交期約六週。"),
+    "Persona: Finance Controller": (
+        "Finance",
+        "毛利 12%，低於 15% 的門檻。\nFINANCE VETO: 毛利 12% 低於 15%，需調價 4% 以上。",
+    ),
+    "Persona: 總經理": ("GM", "財務長的否決成立，本案暫緩。\n總經理決策: 暫緩，請業務重新議價。"),
+}
+NIKE_ZH = "我們該以目前的報價接耐吉 20,000 雙的訂單嗎？"
+NIKE_EN = "Should we take the Nike order at the current price?"
+
+
+def seat_reply(request: Recorded) -> Reply:
+    """Answer as the persona the system instruction names, in Chinese, chunk by chunk."""
+    system = request.system_text or ""
+    for marker, (_, text) in SEATS.items():
+        if system.startswith(marker):
+            return Reply(chunks=[text[i : i + 6] for i in range(0, len(text), 6)], chunk_delay=0.01)
+    return Reply(chunks=["(no seat)"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _browser_available():
+    reason = _no_browser_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeGemini(default=seat_reply) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, fake):
+    tmp = tmp_path_factory.mktemp("mnemo-roundtable")
+    app_server = AppServer(tmp / "data", fake.url, tmp / "app.log")
+    app_server.start()
+    yield app_server
+    app_server.stop()
+    assert "Traceback" not in app_server.log(), app_server.log()[-4000:]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, server, locale: str = "en-US"):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale=locale)
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.goto(server.url)
+    expect(badge(page)).to_be_visible()
+    return context, page
+
+
+def pick_roundtable(page) -> None:
+    page.locator("#chat-persona input").click()
+    page.get_by_role("option", name=re.compile("ERP decision board")).click()
+    expect(badge(page)).to_contain_text("總經理")  # the badge lists the members
+
+
+def ask(page, text: str) -> None:
+    box = page.locator("#chat-input textarea")
+    box.fill(text)
+    box.press("Enter")
+    # The chair's bubble, complete (its conclusion line), and the turn saved.
+    expect(bot_messages(page).last).to_contain_text("總經理決策", timeout=WAIT_MS * 2)
+    expect(badge(page)).to_contain_text("Remembering 5 messages", timeout=WAIT_MS)
+
+
+def test_a_roundtable_runs_end_to_end_and_reopens_as_it_was(browser, server, fake):
+    context, page = open_page(browser, server)
+    try:
+        pick_roundtable(page)
+        expect(badge(page)).to_contain_text("Sales Director → 🏭 Production Manager")
+        before = len(fake.of("streamGenerateContent"))
+        ask(page, NIKE_EN)
+        requests = fake.of("streamGenerateContent")[before:]
+        assert [r.system_text.split("\n")[0] for r in requests] == list(SEATS)
+        assert 'must start with "FINANCE VETO:"' in requests[2].system_text
+        assert "The veto stands" in requests[3].system_text
+        assert SEATS["Persona: Sales Director"][1] in requests[1].turns[-1][1]
+
+        bubbles = bot_messages(page)
+        expect(bubbles).to_have_count(5)  # the greeting, then one bubble per speaker
+        names = ["📈 Sales Director", "🏭 Production Manager", "💰 Finance Controller", "🧭 總經理"]
+        for index, name in enumerate(names, start=1):
+            expect(bubbles.nth(index)).to_contain_text(name)
+        expect(bubbles.nth(3)).to_contain_text("FINANCE VETO")
+
+        page.reload()  # reopening shows the bubbles as they were
+        expect(badge(page)).to_contain_text("Remembering 5 messages")
+        expect(bot_messages(page)).to_have_count(5)
+        for index, name in enumerate(names, start=1):
+            expect(bot_messages(page).nth(index)).to_contain_text(name)
+    finally:
+        context.close()
+
+
+def test_screenshot_of_a_roundtable_in_traditional_chinese(browser, server):
+    """docs/roundtable-zh-tw.png: a real roundtable run, as a zh-TW browser shows it."""
+    context, page = open_page(browser, server, locale="zh-TW")
+    try:
+        page.locator("#new-chat").click()
+        pick_roundtable(page)
+        ask(page, NIKE_ZH)
+        # The veto toast is Python-side text, still in English (see the README): close it.
+        for close in page.locator(".toast-close").all():
+            close.click()
+        page.mouse.move(900, 990)
+        page.wait_for_timeout(500)
+        out = ROOT / "docs" / "roundtable-zh-tw.png"
+        page.screenshot(path=str(out))
+        assert out.stat().st_size > 20_000
+    finally:
+        context.close()
+
+
+MAIN_SCREEN_KEYS = [
+    "brand",
+    "new_chat",
+    "search",
+    "manage",
+    "tokens",
+    "answering",
+    "tab_chat",
+    "tab_personas",
+    "reset",
+    "inspector",
+    "input_placeholder",
+]
+
+
+def _words(label: str) -> str:
+    """A label's English words, without emoji, markdown or punctuation."""
+    return " ".join(re.findall(r"[A-Za-z][A-Za-z'’]+", label.replace("## 🧠 Mnemo\n", "")))
+
+
+def test_a_zh_tw_browser_gets_the_main_screen_in_traditional_chinese(browser, server):
+    from ui.i18n import EN, ZH_TW
+
+    context, page = open_page(browser, server, locale="zh-TW")
+    try:
+        expect(page.locator("#new-chat")).to_have_text(ZH_TW["new_chat"])
+        expect(page.locator("#chat-tab-button")).to_contain_text("對話")
+        shown = page.locator("body").inner_text()
+        shown += " ".join(
+            page.locator("input, textarea").evaluate_all("els => els.map(e => e.placeholder)")
+        )
+        for key in MAIN_SCREEN_KEYS:
+            english = _words(EN[key])
+            assert english and english not in shown, (key, english)
+            assert ZH_TW[key].replace("## 🧠 Mnemo\n", "") in shown, key
+    finally:
+        context.close()

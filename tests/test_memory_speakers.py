@@ -1,0 +1,73 @@
+"""Who said what: a roundtable reply's speaker is stored, and every text memory gives the model
+(recent turns, recalled turns, summaries) names it. Real SQLite for the store."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.summarizer import summary_prompt
+from memory import (
+    ContextWindow,
+    ConversationStore,
+    ExtractiveSummarizer,
+    InvalidInput,
+    RecalledTurn,
+    Turn,
+    render_memory,
+    render_messages,
+)
+
+OWNER = "owner-a"
+
+
+@pytest.fixture
+async def store(tmp_path):
+    opened = await ConversationStore.open(tmp_path)
+    yield opened
+    await opened.close()
+
+
+async def test_a_speaker_is_stored_with_the_reply_and_read_back(store):
+    conv = (await store.create_conversation(OWNER, None, "roundtable:erp_board")).id
+    await store.append(OWNER, conv, "user", "Nike at 12%?")
+    await store.append(OWNER, conv, "assistant", "Finance objects.", speaker="finance")
+    await store.append(OWNER, conv, "assistant", "Plain reply.")
+    turns = await store.transcript(OWNER, conv)
+    assert [t.speaker for t in turns] == [None, "finance", None]
+    context = await store.context(OWNER, conv)
+    assert [m["content"] for m in render_messages(context)] == [
+        "Nike at 12%?",
+        "[finance] Finance objects.",
+        "Plain reply.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "role,speaker,message",
+    [("user", "finance", "Only replies have a speaker"), ("assistant", "x" * 81, "1-80")],
+)
+async def test_a_bad_speaker_is_refused_and_nothing_is_stored(store, role, speaker, message):
+    conv = (await store.create_conversation(OWNER)).id
+    with pytest.raises(InvalidInput, match=message):
+        await store.append(OWNER, conv, role, "text", speaker=speaker)
+    assert await store.transcript(OWNER, conv) == []
+
+
+def test_recalled_turns_name_their_speaker():
+    recalled = [
+        RecalledTurn(Turn(3, "c", "user", "Nike at 12%?", 0.5), ("nike",)),
+        RecalledTurn(Turn(4, "c", "assistant", "I object.", 0.6, speaker="finance"), ()),
+    ]
+    note = render_memory(ContextWindow(None, [], 30, 12_000, recalled=recalled))
+    assert "\nUser: Nike at 12%?\n" in note
+    assert note.endswith("\nAssistant (finance): I object.")
+
+
+async def test_summaries_name_the_speaker():
+    turns = [
+        Turn(1, "c", "user", "My budget is 20,000 pairs.", 1.0),
+        Turn(2, "c", "assistant", "The margin is 12%, below our 15% bar.", 2.0, speaker="finance"),
+    ]
+    extractive = await ExtractiveSummarizer().summarize(None, turns, 1_000)
+    assert "- Assistant (finance): The margin is 12%" in extractive
+    assert "Assistant (finance): The margin is 12%" in summary_prompt(None, turns)
