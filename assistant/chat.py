@@ -32,6 +32,7 @@ from memory import (
     ConversationStore,
     MemoryStatus,
     MemoryStoreError,
+    Outcome,
     ResetResult,
     StorageUnavailable,
     Turn,
@@ -163,6 +164,8 @@ class _Turn:
     owner: str
     conv_id: str
     admission: _Admission
+    question_id: int | None = None  # the user message answered (None: not saved)
+    question_outcome: str | None = None  # its stored outcome (a retry clears it)
     parts: list[str] = field(default_factory=list)
     first_token_ms: int | None = None
     speaker: str | None = None  # the persona answering in a roundtable; None: a plain turn
@@ -214,7 +217,7 @@ class ChatService:
             messages: list[Message] = [*render_messages(context), {"role": "user", "content": text}]
             # aclosing: when the app closes this generator (Stop), close the inner one right
             # away so it saves the partial reply now, not whenever the garbage collector runs.
-            turn = _Turn(owner, conv_id, admission)
+            turn = _Turn(owner, conv_id, admission, question_id=saved.id)
             reply = self._reply(turn, persona, context, messages, degraded)
             async with contextlib.aclosing(reply):
                 async for event in reply:
@@ -244,7 +247,7 @@ class ChatService:
             else:
                 messages.append({"role": "user", "content": question.content})
             degraded = degraded or context.degraded
-            turn = _Turn(owner, conv_id, admission)
+            turn = _Turn(owner, conv_id, admission, question.id, question.outcome)
             reply = self._reply(turn, persona, context, messages, degraded)
             async with contextlib.aclosing(reply):
                 async for event in reply:
@@ -296,7 +299,7 @@ class ChatService:
         elif stream.finish_reason in ("MAX_TOKENS", "length"):
             notice = "The reply hit the model's length limit. Ask it to continue."
         saved = await self._shielded(
-            self._finish(turn, stream.usage, started, "ok", None, incomplete=bool(notice))
+            self._finish(turn, stream.usage, started, "ok", None, notice=notice)
         )
         yield Done(
             reply=turn.text,
@@ -316,25 +319,11 @@ class ChatService:
         status: Literal["ok", "error", "stopped"],
         error: BaseException | None,
         *,
-        incomplete: bool = False,
+        notice: str | None = None,
     ) -> bool:
-        """Save the reply (or what arrived of it) and schedule metrics and summarization.
-        Returns whether the reply is stored."""
-        saved = False
-        text = turn.text
-        if text.strip():
-            try:
-                reply = await self.store.append(
-                    turn.owner,
-                    turn.conv_id,
-                    "assistant",
-                    text,
-                    incomplete=incomplete or status != "ok",
-                    speaker=turn.speaker,
-                )
-                saved = reply.saved
-            except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
-                log.warning("reply not saved: %s", type(exc).__name__)
+        """Save the reply (or what arrived of it) with its outcome, and schedule metrics and
+        summarization. Returns whether the reply is stored."""
+        saved = await self._save_reply(turn, *outcome_of(status, error, notice))
         metrics_status = status
         if isinstance(error, BlockedBySafety):
             metrics_status = "refused"
@@ -353,6 +342,34 @@ class ChatService:
         if saved:
             self._spawn(self._summarize(turn.owner, turn.conv_id))
         return saved
+
+    async def _save_reply(self, turn: _Turn, outcome: Outcome | None, note: str | None) -> bool:
+        """Store the reply with its outcome; with no text, a failed or stopped turn's outcome
+        goes on the question, so a reload still says why it has no answer."""
+        try:
+            if turn.text.strip():
+                reply = await self.store.append(
+                    turn.owner,
+                    turn.conv_id,
+                    "assistant",
+                    turn.text,
+                    speaker=turn.speaker,
+                    outcome=outcome,
+                    outcome_note=note,
+                )
+                if reply.saved and turn.question_outcome is not None:
+                    await self._mark_question(turn, None, None)  # answered now
+                return reply.saved
+            if outcome is not None:
+                early = STOPPED_EARLY if outcome == "stopped" else note
+                await self._mark_question(turn, outcome, early)
+        except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
+            log.warning("reply not saved: %s", type(exc).__name__)
+        return False
+
+    async def _mark_question(self, turn: _Turn, outcome: Outcome | None, note: str | None) -> None:
+        if turn.question_id is not None:
+            await self.store.set_outcome(turn.owner, turn.conv_id, turn.question_id, outcome, note)
 
     # -- the other actions --------------------------------------------------------------
 
@@ -511,6 +528,23 @@ def check_message(text: str) -> None:
         memory_check_message(text)
     except MemoryInvalidInput as exc:
         raise InvalidMessage(str(exc)) from exc
+
+
+STOPPED = "Stopped — this reply is incomplete."
+STOPPED_EARLY = "Stopped before the reply began."
+FAILED_UNEXPECTEDLY = "Something went wrong while answering. Retry in a moment."
+
+
+def outcome_of(
+    status: str, error: BaseException | None, notice: str | None
+) -> tuple[Outcome | None, str | None]:
+    """How a turn ended, and why in the words the chat shows: stored with the turn."""
+    if status == "stopped":
+        return "stopped", STOPPED
+    if status == "error":
+        message = error.message if isinstance(error, AssistantError) else FAILED_UNEXPECTEDLY
+        return "failed", message
+    return ("incomplete", notice) if notice else (None, None)
 
 
 def _error_kind(error: BaseException | None) -> str | None:

@@ -99,6 +99,8 @@ def _unsaved_turn(
     incomplete: bool = False,
     created_at: float | None = None,
     speaker: str | None = None,
+    outcome: str | None = None,
+    outcome_note: str | None = None,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
     return Turn(
@@ -108,7 +110,9 @@ def _unsaved_turn(
         role=role,  # type: ignore[arg-type]
         content=content,
         created_at=time.time() if created_at is None else created_at,
-        incomplete=incomplete,
+        incomplete=incomplete or outcome is not None,
+        outcome=outcome,  # type: ignore[arg-type]
+        outcome_note=outcome_note,
     )
 
 
@@ -145,6 +149,8 @@ FALLBACKS: dict[str, Degrade] = {
     "create_conversation": Degrade("write", _unsaved_conversation),
     "context": Degrade("read", _empty_context, per_conversation=True),
     "append": Degrade("write", _unsaved_turn, per_conversation=True),
+    # The note stays on screen only; the reply itself never depended on it.
+    "set_outcome": Degrade("write", _constant(None), per_conversation=True),
     "status": Degrade(
         "read",
         _empty_status,

@@ -22,6 +22,7 @@ from .records import (
     ContextWindow,
     Conversation,
     MemoryStatus,
+    Outcome,
     ResetResult,
     SearchHit,
     Turn,
@@ -78,7 +79,18 @@ class MemoryBackend(Protocol):
         incomplete: bool = False,
         created_at: float | None = None,
         speaker: str | None = None,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
     ) -> Turn: ...
+
+    async def set_outcome(
+        self,
+        owner: str,
+        conv_id: str,
+        turn_id: int,
+        outcome: Outcome | None,
+        note: str | None = None,
+    ) -> None: ...
 
     async def import_conversation(
         self,

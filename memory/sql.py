@@ -16,9 +16,9 @@ CONVERSATION_COLUMNS = (
 )
 TURN_COLUMNS = (
     "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
-    "covers_to_id, covers_count, incomplete, speaker"
+    "covers_to_id, covers_count, incomplete, speaker, outcome, outcome_note"
 )
-TURN_WIDTH = 12  # columns in TURN_COLUMNS
+TURN_WIDTH = 14  # columns in TURN_COLUMNS
 _TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in TURN_COLUMNS.split(","))
 _TURN_COLUMNS_N = ", ".join("n." + c.strip() for c in TURN_COLUMNS.split(","))
 _VISIBLE = "(expires_at IS NULL OR expires_at > ?)"  # not past its retention
@@ -59,8 +59,14 @@ APPEND_COUNTERS = (
     f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
 )
 INSERT_TURN = (
-    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
+    "outcome, outcome_note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# A turn's outcome (a user message nobody answered; a retry clears it): params outcome, note,
+# incomplete, turn id, conversation id.
+SET_OUTCOME = (
+    "UPDATE turns SET outcome = ?, outcome_note = ?, incomplete = ? "
+    "WHERE id = ? AND conversation_id = ? AND is_summary = 0 RETURNING 1"
 )
 TURN_IDS = "SELECT id FROM turns WHERE conversation_id = ? ORDER BY id"
 # An import: the conversation's counters set once for all its turns.
@@ -98,7 +104,7 @@ def delete_turns(count: int) -> str:
 
 # -- context: one statement --------------------------------------------------------------
 
-# Every row of a context statement is (kind, 12 turn columns, rank, of): the conversation row
+# Every row of a context statement is (kind, 14 turn columns, rank, of): the conversation row
 # carries only its counters (message_count, active_count); a hit its FTS5 rank (NULL for a
 # hit found by meaning); the turn after / before a hit names the hit in `of`; a vector row
 # is (kind, turn id, NULL, NULL, vector, NULL ...).
@@ -298,6 +304,8 @@ def turn_from_row(row: tuple) -> Turn:
         covers_count=row[9],
         incomplete=bool(row[10]),
         speaker=row[11],
+        outcome=row[12],
+        outcome_note=row[13],
     )
 
 

@@ -187,7 +187,10 @@ EXPECTED_SCHEMA = [
         "(is_summary = (role = 'summary')), compacted INTEGER NOT NULL DEFAULT 0 CHECK (compacted "
         "IN (0, 1)), incomplete INTEGER NOT NULL DEFAULT 0 CHECK (incomplete IN (0, 1)), "
         "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, speaker TEXT CHECK "
-        "(speaker IS NULL OR length(speaker) BETWEEN 1 AND 80), CHECK ((role = "
+        "(speaker IS NULL OR length(speaker) BETWEEN 1 AND 80), outcome TEXT "
+        "CHECK (outcome IS NULL OR outcome IN ('failed', 'stopped', 'incomplete')), "
+        "outcome_note TEXT CHECK (outcome_note IS NULL OR length(outcome_note) <= 1000), "
+        "CHECK ((role = "
         "'summary') = (covers_to_id IS NOT NULL)), CHECK (covers_from_id IS NULL OR "
         "covers_from_id <= covers_to_id) )",
     ),

@@ -49,12 +49,25 @@ SMALL = MemoryPolicy(
 
 
 def turn(tid, role, content, *, is_summary=0, compacted=0, covers=(None, None, None), speaker=None):
-    """The 12 turn columns, in memory.sql.TURN_COLUMNS order."""
-    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, speaker)
+    """The 14 turn columns, in memory.sql.TURN_COLUMNS order."""
+    return (
+        tid,
+        "c",
+        role,
+        content,
+        float(tid),
+        is_summary,
+        compacted,
+        *covers,
+        0,
+        speaker,
+        None,
+        None,
+    )
 
 
 def conversation(message_count, active_count):
-    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 12
+    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 14
 
 
 def recent(*turns):
