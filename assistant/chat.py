@@ -59,6 +59,13 @@ from .errors import (
 )
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
+from .turn_state import (
+    INTERRUPTED,
+    STOPPED_EARLY,
+    Admission,
+    ReplyState,
+    outcome_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -137,44 +144,6 @@ class _Persona:
     temperature: float | None
 
 
-@dataclass
-class _Admission:
-    """A turn let through the quota whose metrics row is not written yet: it still counts."""
-
-    owner: str
-    pending: Counter[str]
-    handed_off: bool = False  # _finish took it; the metrics task releases it
-    released: bool = False
-
-    def __post_init__(self) -> None:
-        self.pending[self.owner] += 1
-
-    def release(self) -> None:
-        if not self.released:
-            self.released = True
-            self.pending[self.owner] -= 1
-            if self.pending[self.owner] <= 0:
-                del self.pending[self.owner]
-
-
-@dataclass
-class _Turn:
-    """The state of one reply being produced."""
-
-    owner: str
-    conv_id: str
-    admission: _Admission
-    question_id: int | None = None  # the user message answered (None: not saved)
-    question_outcome: str | None = None  # its stored outcome (a retry clears it)
-    parts: list[str] = field(default_factory=list)
-    first_token_ms: int | None = None
-    speaker: str | None = None  # the persona answering in a roundtable; None: a plain turn
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
 class ChatService:
     """Runs chat turns for the app. One instance serves every owner and conversation."""
 
@@ -217,7 +186,7 @@ class ChatService:
             messages: list[Message] = [*render_messages(context), {"role": "user", "content": text}]
             # aclosing: when the app closes this generator (Stop), close the inner one right
             # away so it saves the partial reply now, not whenever the garbage collector runs.
-            turn = _Turn(owner, conv_id, admission, question_id=saved.id)
+            turn = ReplyState(owner, conv_id, admission, question_id=saved.id)
             reply = self._reply(turn, persona, context, messages, degraded)
             async with contextlib.aclosing(reply):
                 async for event in reply:
@@ -247,7 +216,7 @@ class ChatService:
             else:
                 messages.append({"role": "user", "content": question.content})
             degraded = degraded or context.degraded
-            turn = _Turn(owner, conv_id, admission, question.id, question.outcome)
+            turn = ReplyState(owner, conv_id, admission, question.id, question.outcome)
             reply = self._reply(turn, persona, context, messages, degraded)
             async with contextlib.aclosing(reply):
                 async for event in reply:
@@ -258,7 +227,7 @@ class ChatService:
 
     async def _reply(
         self,
-        turn: _Turn,
+        turn: ReplyState,
         persona: _Persona,
         context: ContextWindow,
         messages: list[Message],
@@ -273,7 +242,11 @@ class ChatService:
                 async for chunk in stream:
                     if turn.first_token_ms is None:
                         turn.first_token_ms = _ms_since(started)
-                    turn.parts.append(chunk)
+                    turn.add(chunk)
+                    if turn.progress_due():
+                        # In the background: the stream never waits for the disk. The final
+                        # save waits for it (_store_reply).
+                        turn.saving = self._spawn(self._save_progress(turn))
                     yield Delta(chunk)
             if not turn.text.strip():
                 raise EmptyReply(
@@ -313,7 +286,7 @@ class ChatService:
 
     async def _finish(
         self,
-        turn: _Turn,
+        turn: ReplyState,
         usage: Usage,
         started: float,
         status: Literal["ok", "error", "stopped"],
@@ -343,20 +316,71 @@ class ChatService:
             self._spawn(self._summarize(turn.owner, turn.conv_id))
         return saved
 
-    async def _save_reply(self, turn: _Turn, outcome: Outcome | None, note: str | None) -> bool:
-        """Store the reply with its outcome; with no text, a failed or stopped turn's outcome
-        goes on the question, so a reload still says why it has no answer."""
+    async def _save_progress(self, turn: ReplyState) -> None:
+        """Save what has streamed so far, marked incomplete until the final save: after a
+        crash it shows as a reply Mnemo did not finish. Failing only skips this save."""
+        text, turn.saved_at = turn.text, time.monotonic()
+        turn.saved_chars = len(text)  # a failed save waits for the next one, not every chunk
+        if not text.strip():
+            return
         try:
-            if turn.text.strip():
+            if turn.reply_id is None:
                 reply = await self.store.append(
                     turn.owner,
                     turn.conv_id,
                     "assistant",
-                    turn.text,
+                    text,
                     speaker=turn.speaker,
-                    outcome=outcome,
-                    outcome_note=note,
+                    outcome="incomplete",
+                    outcome_note=INTERRUPTED,
                 )
+                turn.reply_id = reply.id
+            else:
+                await self.store.update_reply(
+                    turn.owner,
+                    turn.conv_id,
+                    turn.reply_id,
+                    text,
+                    outcome="incomplete",
+                    outcome_note=INTERRUPTED,
+                )
+        except MemoryStoreError as exc:  # storage down or the conversation gone: next time
+            log.warning("reply progress not saved: %s", type(exc).__name__)
+
+    async def _store_reply(
+        self, turn: ReplyState, outcome: Outcome | None, note: str | None
+    ) -> Turn:
+        """The final save: over the progress row when there is one, else a new turn."""
+        if turn.saving is not None:
+            with contextlib.suppress(Exception):
+                await turn.saving  # never two writers of one reply
+        if turn.reply_id is not None:
+            return await self.store.update_reply(
+                turn.owner,
+                turn.conv_id,
+                turn.reply_id,
+                turn.text,
+                outcome=outcome,
+                outcome_note=note,
+            )
+        return await self.store.append(
+            turn.owner,
+            turn.conv_id,
+            "assistant",
+            turn.text,
+            speaker=turn.speaker,
+            outcome=outcome,
+            outcome_note=note,
+        )
+
+    async def _save_reply(
+        self, turn: ReplyState, outcome: Outcome | None, note: str | None
+    ) -> bool:
+        """Store the reply with its outcome; with no text, a failed or stopped turn's outcome
+        goes on the question, so a reload still says why it has no answer."""
+        try:
+            if turn.text.strip():
+                reply = await self._store_reply(turn, outcome, note)
                 if reply.saved and turn.question_outcome is not None:
                     await self._mark_question(turn, None, None)  # answered now
                 return reply.saved
@@ -367,7 +391,9 @@ class ChatService:
             log.warning("reply not saved: %s", type(exc).__name__)
         return False
 
-    async def _mark_question(self, turn: _Turn, outcome: Outcome | None, note: str | None) -> None:
+    async def _mark_question(
+        self, turn: ReplyState, outcome: Outcome | None, note: str | None
+    ) -> None:
         if turn.question_id is not None:
             await self.store.set_outcome(turn.owner, turn.conv_id, turn.question_id, outcome, note)
 
@@ -429,7 +455,7 @@ class ChatService:
         return await asyncio.shield(task)
 
     async def _record(
-        self, owner: str, conv_id: str, metrics: TurnMetrics, admission: _Admission
+        self, owner: str, conv_id: str, metrics: TurnMetrics, admission: Admission
     ) -> None:
         try:
             await self.store.record_metrics(owner, conv_id, metrics)
@@ -459,11 +485,11 @@ class ChatService:
 
     # -- helpers ------------------------------------------------------------------------
 
-    async def _admit(self, owner: str) -> _Admission:
+    async def _admit(self, owner: str) -> Admission:
         """Let a model call through the quota (fails closed), or raise QuotaExceeded."""
         if self.quota_per_hour is not None:
             await self._check_quota(owner, self.quota_per_hour)
-        return _Admission(owner, self._pending)
+        return Admission(owner, self._pending)
 
     async def _check_quota(self, owner: str, quota: int) -> None:
         try:
@@ -528,23 +554,6 @@ def check_message(text: str) -> None:
         memory_check_message(text)
     except MemoryInvalidInput as exc:
         raise InvalidMessage(str(exc)) from exc
-
-
-STOPPED = "Stopped — this reply is incomplete."
-STOPPED_EARLY = "Stopped before the reply began."
-FAILED_UNEXPECTEDLY = "Something went wrong while answering. Retry in a moment."
-
-
-def outcome_of(
-    status: str, error: BaseException | None, notice: str | None
-) -> tuple[Outcome | None, str | None]:
-    """How a turn ended, and why in the words the chat shows: stored with the turn."""
-    if status == "stopped":
-        return "stopped", STOPPED
-    if status == "error":
-        message = error.message if isinstance(error, AssistantError) else FAILED_UNEXPECTEDLY
-        return "failed", message
-    return ("incomplete", notice) if notice else (None, None)
 
 
 def _error_kind(error: BaseException | None) -> str | None:

@@ -230,6 +230,35 @@ INDEX_TURN_TRIGGER = (
     "END"
 )
 
+# A reply saved while it streams is rewritten in place: the writer moves both FTS entries
+# with it (the old text leaves the indexes, the new one enters) inside the UPDATE itself.
+REINDEX_TURN_TRIGGER = (
+    "CREATE TEMP TRIGGER reindex_turn AFTER UPDATE OF content ON main.turns BEGIN "
+    "DELETE FROM turns_fts WHERE rowid = old.id; "
+    "INSERT INTO recall_fts (recall_fts, rowid, body) VALUES ('delete', old.id, "
+    f"{RECALL_TEXT_FUNCTION}(old.conversation_id, old.content)); "
+    "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (new.id, "
+    "mnemo_bigram_text(new.content), "
+    "mnemo_owner_key((SELECT owner FROM conversations WHERE id = new.conversation_id)), "
+    "mnemo_conversation_key(new.conversation_id)); "
+    "INSERT INTO recall_fts (rowid, body) VALUES (new.id, "
+    f"{RECALL_TEXT_FUNCTION}(new.conversation_id, new.content)); "
+    "END"
+)
+# A streaming reply's progress: the counters take the new length (the visibility check too),
+# then the turn its text and outcome. Only a live reply is rewritten, never a summary or a
+# folded turn.
+REPLY_COUNTERS = (
+    "UPDATE conversations SET chars = chars + ? - coalesce((SELECT length(content) FROM turns "
+    "WHERE id = ? AND conversation_id = ?), ?), last_active_at = ? "
+    f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
+)
+UPDATE_REPLY = (
+    "UPDATE turns SET content = ?, outcome = ?, outcome_note = ?, incomplete = ? "
+    "WHERE id = ? AND conversation_id = ? AND role = 'assistant' AND compacted = 0 "
+    "RETURNING created_at"
+)
+
 # -- compaction -------------------------------------------------------------------------
 
 OLDEST_ACTIVE = (

@@ -71,6 +71,7 @@ from .records import (
     Turn,
     TurnMetrics,
 )
+from .replies import ReplyStore
 from .summarize import ExtractiveSummarizer, Summarizer
 from .token_store import (  # noqa: F401 (re-exported: tests import them from here)
     MAX_TOKENS_PER_OWNER,
@@ -93,7 +94,7 @@ from .vectors import Embedder, embed_packed
 log = logging.getLogger(__name__)
 
 
-class ConversationStore(TokenStore):
+class ConversationStore(ReplyStore, TokenStore):
     """Owns the Mnemo database: conversations, turns, summaries, metrics."""
 
     def __init__(
@@ -285,26 +286,6 @@ class ConversationStore(TokenStore):
             outcome=outcome,
             outcome_note=outcome_note,
         )
-
-    async def set_outcome(
-        self,
-        owner: str,
-        conv_id: str,
-        turn_id: int,
-        outcome: Outcome | None,
-        note: str | None = None,
-    ) -> None:
-        """Record how a turn ended ("failed": a user message nobody answered) with the note
-        the chat shows; None clears it (a retry answered it). ConversationNotFound when the
-        conversation or the turn is not there."""
-        note = check_outcome(outcome, note)
-        async with self._db.write() as db:
-            await self._visible(db, owner, conv_id)
-            rows = await db.execute_fetchall(
-                sql.SET_OUTCOME, (outcome, note, int(outcome is not None), turn_id, conv_id)
-            )
-        if not rows:
-            raise ConversationNotFound(NOT_FOUND_MESSAGE)
 
     async def import_conversation(
         self,

@@ -101,6 +101,9 @@ FAILS_CLOSED = {
     "token_by_hash": ("0" * 64,),
     # An import that cannot be stored must say so, not pretend.
     "import_conversation": ("ana", [("user", "hi", 1.0)]),
+    # A streaming reply's rewrite: the chat turn catches it (the reply stays on screen, the
+    # final save reports saved=False); never a silent success.
+    "update_reply": ("ana", "c", 1, "partial reply"),
 }
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from assistant import ModelUnavailable
-from assistant.chat import FAILED_UNEXPECTEDLY, STOPPED, STOPPED_EARLY, outcome_of
+from assistant.turn_state import FAILED_UNEXPECTEDLY, STOPPED, STOPPED_EARLY, outcome_of
 from memory import ConversationNotFound, ConversationStore, InvalidInput
 from memory.migrations import MIGRATIONS
 from ui import chat as chat_pane
