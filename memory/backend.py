@@ -92,6 +92,17 @@ class MemoryBackend(Protocol):
         note: str | None = None,
     ) -> None: ...
 
+    async def update_reply(
+        self,
+        owner: str,
+        conv_id: str,
+        turn_id: int,
+        content: str,
+        *,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
+    ) -> Turn: ...
+
     async def import_conversation(
         self,
         owner: str,
