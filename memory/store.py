@@ -57,9 +57,9 @@ from .policy import MemoryPolicy, database_path
 from .reading import read_context, read_search
 from .recall import (
     lone_cjk,
+    matching_conversations,
     query_terms,
     snippet,
-    term_pattern,
 )
 from .records import (
     ContextWindow,
@@ -450,14 +450,9 @@ class ConversationStore(ReplyStore, TokenStore):
         terms = query_terms(text[:MAX_MESSAGE_CHARS])
         if not terms or limit <= 0:
             return []
-        hits = await self.search(owner, text, limit=200)
-        with_messages = {h.conversation_id for h in hits}
-        pattern = term_pattern(terms)
-        return [
-            c
-            for c in await self.list_conversations(owner, limit=1000)
-            if c.id in with_messages or (c.title and pattern and pattern.search(c.title))
-        ][:limit]
+        hits = {h.conversation_id for h in await self.search(owner, text, limit=200)}
+        conversations = await self.list_conversations(owner, limit=1000)
+        return matching_conversations(conversations, hits, terms, limit)
 
     async def status(self, owner: str, conv_id: str) -> MemoryStatus:
         """What the memory badge shows."""
