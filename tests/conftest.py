@@ -9,7 +9,13 @@ import pytest
 from fake_gemini import FakeGemini
 
 # The memory contract's backend fixtures (SQLite and PostgreSQL), for every test module.
-from memory_backends import backend, pg_server_url, pg_url, store_target  # noqa: F401
+from memory_backends import (  # noqa: F401
+    backend,
+    memory_backend,
+    pg_server_url,
+    pg_url,
+    store_target,
+)
 
 from assistant.gemini import GeminiModel
 from assistant.runtime import Runtime

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
+import weakref
 from urllib.parse import quote
 
 import pytest
@@ -78,3 +80,55 @@ def store_target(backend, tmp_path, request) -> str:
     if backend == "sqlite":
         return str(tmp_path)
     return request.getfixturevalue("pg_url")
+
+
+# Where each store opened here lives, so tests can look at its tables directly.
+_TARGETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class BackendUnderTest:
+    """Opens stores on one backend for one test, and closes them afterwards."""
+
+    def __init__(self, name: str, target: str):
+        self.name = name
+        self.target = target
+        self.opened: list = []
+
+    async def open(self, **kwargs):
+        """`memory.open_store(target, **kwargs)`: policy, summarizer, clock."""
+        from memory import open_store
+
+        store = await open_store(self.target, **kwargs)
+        _TARGETS[store] = self
+        self.opened.append(store)
+        return store
+
+
+@pytest.fixture
+async def memory_backend(backend, store_target):
+    """The backend of this contract test: `await memory_backend.open(policy=...)`."""
+    under_test = BackendUnderTest(backend, store_target)
+    yield under_test
+    for store in under_test.opened:
+        await store.close()
+
+
+def rows(store, statement: str, params: tuple = ()) -> list[tuple]:
+    """Run `statement` (with ? placeholders, SQL both backends accept) on the store's own
+    database, outside the store: what is really in the tables."""
+    if _TARGETS[store].name == "sqlite":
+        with sqlite3.connect(store.path) as db:
+            return db.execute(statement, params).fetchall()
+    import psycopg
+
+    with psycopg.connect(_TARGETS[store].target) as conn:
+        return conn.execute(statement.replace("?", "%s"), params).fetchall()
+
+
+def integrity_error(store) -> type[Exception]:
+    """What the store's driver raises when a constraint refuses a row."""
+    if _TARGETS[store].name == "sqlite":
+        return sqlite3.IntegrityError
+    import psycopg
+
+    return psycopg.IntegrityError
