@@ -42,10 +42,14 @@ _pg_as "$_pg_bin/initdb" -D "$_pg_dir/data" -E UTF8 --locale=C.UTF-8 -A trust -U
   >"$_pg_dir/initdb.log" 2>&1 || { cat "$_pg_dir/initdb.log" >&2; exit 1; }
 
 _pg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# A test server: durability off (fsync, full pages) because it is thrown away afterwards. The
-# socket lives in the temp dir, so nothing outside it is touched.
-_pg_as "$_pg_bin/pg_ctl" -D "$_pg_dir/data" -l "$_pg_dir/server.log" -w -t 60 \
-  -o "-h 127.0.0.1 -p $_pg_port -k $_pg_dir -c fsync=off -c full_page_writes=off -c max_connections=200" \
+# A test server: durability off (fsync, full pages) because it is thrown away afterwards;
+# MNEMO_PG_DURABLE=1 keeps PostgreSQL's defaults (for benchmarks). The socket lives in the temp
+# dir, so nothing outside it is touched.
+_pg_opts="-h 127.0.0.1 -p $_pg_port -k $_pg_dir -c max_connections=200"
+if [ "${MNEMO_PG_DURABLE:-0}" != 1 ]; then
+  _pg_opts="$_pg_opts -c fsync=off -c full_page_writes=off"
+fi
+_pg_as "$_pg_bin/pg_ctl" -D "$_pg_dir/data" -l "$_pg_dir/server.log" -w -t 60 -o "$_pg_opts" \
   start >/dev/null || { cat "$_pg_dir/server.log" >&2; exit 1; }
 _pg_as "$_pg_bin/createdb" -h 127.0.0.1 -p "$_pg_port" -U postgres mnemo_test
 
