@@ -1,0 +1,158 @@
+"""`PostgresVersions`: saved persona versions in PostgreSQL, so every replica serves the same.
+
+Two tables, made by the numbered migrations below (recorded in `persona_migrations`, each
+under a transaction-level advisory lock, like memory's): `persona_versions` holds each saved
+version's exact YAML (immutable rows), `persona_current` the version in use. A new version takes
+the next number and becomes current in one transaction under an advisory lock for that
+(owner, persona), so two replicas saving at once get two versions, never one number twice.
+
+The registry is synchronous (it runs in a worker thread), so this uses psycopg's sync pool:
+bounded, checked, recycled, and without prepared statements for transaction poolers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from .errors import PersonaError, PersonaNotFound
+
+POOL_MAX = 4
+_KEY = "hashtextextended(%s || '/' || %s, 0)"
+MIGRATIONS = [
+    (
+        "m001_persona_versions",
+        [
+            "CREATE TABLE persona_versions (owner_key text NOT NULL, persona_id text NOT NULL, "
+            "version integer NOT NULL CHECK (version >= 1), yaml_text text NOT NULL CHECK "
+            "(octet_length(yaml_text) <= 65536), saved_at double precision NOT NULL, "
+            "PRIMARY KEY (owner_key, persona_id, version))",
+            "CREATE TABLE persona_current (owner_key text NOT NULL, persona_id text NOT NULL, "
+            "version integer NOT NULL CHECK (version >= 0), "
+            "PRIMARY KEY (owner_key, persona_id))",
+        ],
+    ),
+]
+
+
+class PostgresVersions:
+    """Saved persona versions in the database at `url` (see module doc)."""
+
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX):
+        self._pool = ConnectionPool(
+            url,
+            min_size=0,
+            max_size=pool_max,
+            max_idle=300.0,
+            max_lifetime=1_800.0,
+            check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": 10},
+            name="mnemo-personas",
+            open=False,
+        )
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                migrate(conn)
+        except psycopg.Error as exc:
+            raise PersonaError(
+                f"Saved personas could not be opened in the database ({exc}); check "
+                "MNEMO_DATABASE_URL and that the server is running."
+            ) from exc
+        self._pool.open()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _rows(self, sql: str, params: tuple) -> list[tuple]:
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(sql, params).fetchall()
+        except psycopg.Error as exc:
+            raise PersonaError(f"Saved personas are unavailable ({exc}); try again.") from exc
+
+    def numbers(self, owner_key: str, persona_id: str) -> list[int]:
+        rows = self._rows(
+            "SELECT version FROM persona_versions WHERE owner_key = %s AND persona_id = %s "
+            "ORDER BY version",
+            (owner_key, persona_id),
+        )
+        return [v for (v,) in rows]
+
+    def read(self, owner_key: str, persona_id: str, version: int) -> tuple[str, float]:
+        rows = self._rows(
+            "SELECT yaml_text, saved_at FROM persona_versions WHERE owner_key = %s "
+            "AND persona_id = %s AND version = %s",
+            (owner_key, persona_id, version),
+        )
+        if not rows:
+            raise PersonaNotFound(f"Version {version} of {persona_id!r} does not exist.")
+        return rows[0]
+
+    def create(self, owner_key: str, persona_id: str, text: str) -> tuple[int, float]:
+        saved_at = time.time()
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute(f"SELECT pg_advisory_xact_lock({_KEY})", (owner_key, persona_id))
+                (number,) = conn.execute(
+                    "INSERT INTO persona_versions (owner_key, persona_id, version, yaml_text, "
+                    "saved_at) SELECT %s, %s, coalesce(max(version), 0) + 1, %s, %s "
+                    "FROM persona_versions WHERE owner_key = %s AND persona_id = %s "
+                    "RETURNING version",
+                    (owner_key, persona_id, text, saved_at, owner_key, persona_id),
+                ).fetchone()
+                self._upsert_current(conn, owner_key, persona_id, number)
+        except psycopg.Error as exc:
+            raise PersonaError(f"The persona could not be saved ({exc}); try again.") from exc
+        return number, saved_at
+
+    def current(self, owner_key: str, persona_id: str) -> int | None:
+        rows = self._rows(
+            "SELECT version FROM persona_current WHERE owner_key = %s AND persona_id = %s",
+            (owner_key, persona_id),
+        )
+        return rows[0][0] if rows else None
+
+    def set_current(self, owner_key: str, persona_id: str, version: int) -> None:
+        try:
+            with self._pool.connection() as conn:
+                self._upsert_current(conn, owner_key, persona_id, version)
+        except psycopg.Error as exc:
+            raise PersonaError(f"The persona could not be switched ({exc}); try again.") from exc
+
+    @staticmethod
+    def _upsert_current(conn: psycopg.Connection, owner_key: str, persona_id: str, v: int) -> None:
+        conn.execute(
+            "INSERT INTO persona_current (owner_key, persona_id, version) VALUES (%s, %s, %s) "
+            "ON CONFLICT (owner_key, persona_id) DO UPDATE SET version = excluded.version",
+            (owner_key, persona_id, v),
+        )
+
+    def persona_ids(self, owner_key: str) -> set[str]:
+        rows = self._rows(
+            "SELECT DISTINCT persona_id FROM persona_versions WHERE owner_key = %s", (owner_key,)
+        )
+        return {pid for (pid,) in rows}
+
+
+def migrate(conn: psycopg.Connection) -> list[str]:
+    """Apply pending persona migrations, each in a transaction under an advisory lock."""
+    applied = []
+    for name, statements in MIGRATIONS:
+        with conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock("
+                "hashtextextended('mnemo.personas:' || current_schema(), 0))"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS persona_migrations "
+                "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
+            )
+            done = conn.execute("SELECT 1 FROM persona_migrations WHERE name = %s", (name,))
+            if done.fetchone() is None:
+                for sql in statements:
+                    conn.execute(sql)
+                conn.execute("INSERT INTO persona_migrations VALUES (%s, %s)", (name, time.time()))
+                applied.append(name)
+    return applied
