@@ -12,14 +12,16 @@ bounded, checked, recycled, and without prepared statements for transaction pool
 
 from __future__ import annotations
 
+import threading
 import time
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from .errors import PersonaError, PersonaNotFound
+from .errors import PersonaNotFound, PersonaStoreUnavailable
 
 POOL_MAX = 4
+WAIT_S = 10.0  # for a connection: then the call fails and the registry serves built-ins
 _KEY = "hashtextextended(%s || '/' || %s, 0)"
 MIGRATIONS = [
     (
@@ -40,11 +42,17 @@ MIGRATIONS = [
 class PostgresVersions:
     """Saved persona versions in the database at `url` (see module doc)."""
 
-    def __init__(self, url: str, *, pool_max: int = POOL_MAX):
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX, wait_s: float = WAIT_S):
+        # Nothing connects here: the app starts even while the database is down, and the
+        # first call migrates.
+        self._url = url
+        self._migrated = False
+        self._migrate_lock = threading.Lock()
         self._pool = ConnectionPool(
             url,
             min_size=0,
             max_size=pool_max,
+            timeout=wait_s,
             max_idle=300.0,
             max_lifetime=1_800.0,
             check=ConnectionPool.check_connection,
@@ -52,25 +60,27 @@ class PostgresVersions:
             name="mnemo-personas",
             open=False,
         )
-        try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-                migrate(conn)
-        except psycopg.Error as exc:
-            raise PersonaError(
-                f"Saved personas could not be opened in the database ({exc}); check "
-                "MNEMO_DATABASE_URL and that the server is running."
-            ) from exc
-        self._pool.open()
+        self._pool.open(wait=False)
 
     def close(self) -> None:
         self._pool.close()
 
+    def _connection(self):
+        """A pooled connection, after the migrations have run once."""
+        if not self._migrated:
+            with self._migrate_lock:
+                if not self._migrated:
+                    with self._pool.connection() as conn:
+                        migrate(conn)
+                    self._migrated = True
+        return self._pool.connection()
+
     def _rows(self, sql: str, params: tuple) -> list[tuple]:
         try:
-            with self._pool.connection() as conn:
+            with self._connection() as conn:
                 return conn.execute(sql, params).fetchall()
         except psycopg.Error as exc:
-            raise PersonaError(f"Saved personas are unavailable ({exc}); try again.") from exc
+            raise unavailable(exc) from exc
 
     def numbers(self, owner_key: str, persona_id: str) -> list[int]:
         rows = self._rows(
@@ -93,7 +103,7 @@ class PostgresVersions:
     def create(self, owner_key: str, persona_id: str, text: str) -> tuple[int, float]:
         saved_at = time.time()
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._connection() as conn, conn.transaction():
                 conn.execute(f"SELECT pg_advisory_xact_lock({_KEY})", (owner_key, persona_id))
                 (number,) = conn.execute(
                     "INSERT INTO persona_versions (owner_key, persona_id, version, yaml_text, "
@@ -104,7 +114,7 @@ class PostgresVersions:
                 ).fetchone()
                 self._upsert_current(conn, owner_key, persona_id, number)
         except psycopg.Error as exc:
-            raise PersonaError(f"The persona could not be saved ({exc}); try again.") from exc
+            raise unavailable(exc) from exc
         return number, saved_at
 
     def current(self, owner_key: str, persona_id: str) -> int | None:
@@ -116,10 +126,10 @@ class PostgresVersions:
 
     def set_current(self, owner_key: str, persona_id: str, version: int) -> None:
         try:
-            with self._pool.connection() as conn:
+            with self._connection() as conn:
                 self._upsert_current(conn, owner_key, persona_id, version)
         except psycopg.Error as exc:
-            raise PersonaError(f"The persona could not be switched ({exc}); try again.") from exc
+            raise unavailable(exc) from exc
 
     @staticmethod
     def _upsert_current(conn: psycopg.Connection, owner_key: str, persona_id: str, v: int) -> None:
@@ -134,6 +144,14 @@ class PostgresVersions:
             "SELECT DISTINCT persona_id FROM persona_versions WHERE owner_key = %s", (owner_key,)
         )
         return {pid for (pid,) in rows}
+
+
+def unavailable(exc: psycopg.Error) -> PersonaStoreUnavailable:
+    # PoolTimeout's text says only that no connection came; the URL may hold a password.
+    return PersonaStoreUnavailable(
+        f"Saved personas are unavailable ({type(exc).__name__}: {exc}); built-in personas "
+        "still work. Check MNEMO_DATABASE_URL and that the server is running, then try again."
+    )
 
 
 def migrate(conn: psycopg.Connection) -> list[str]:

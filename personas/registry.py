@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .errors import PersonaError, PersonaLimitReached, PersonaNotFound
+from .errors import PersonaError, PersonaLimitReached, PersonaNotFound, PersonaStoreUnavailable
 from .loader import load_persona_text
 from .model import DEFAULT_PERSONA_ID, ID_RE, Persona
 from .storage import FileVersions, VersionStore
@@ -200,10 +200,17 @@ class PersonaRegistry:
         return result
 
     def _resolve(self, owner_key: str, persona_id: str) -> PersonaVersion:
-        numbers = self.version_store.numbers(owner_key, persona_id)
         builtins = self._refresh_builtins()
         builtin = builtins.get(persona_id)
-        current = self.version_store.current(owner_key, persona_id)
+        try:
+            numbers = self.version_store.numbers(owner_key, persona_id)
+            current = self.version_store.current(owner_key, persona_id)
+        except PersonaStoreUnavailable:
+            if builtin is None:
+                raise
+            # Reading fails open: the built-in answers until the saved versions are back.
+            log.warning("saved personas unavailable; serving built-in %s", persona_id)
+            return builtin
         if current is None:
             current = numbers[-1] if numbers else 0
         # Try the version in use, then fall back newest-first: a damaged file never leaves the
@@ -228,7 +235,12 @@ class PersonaRegistry:
 
     def _ids(self, owner_key: str) -> list[str]:
         builtin_ids = set(self._refresh_builtins())
-        saved_ids = {i for i in self.version_store.persona_ids(owner_key) if ID_RE.fullmatch(i)}
+        try:
+            saved = self.version_store.persona_ids(owner_key)
+        except PersonaStoreUnavailable:
+            log.warning("saved personas unavailable; listing the built-ins only")
+            saved = set()
+        saved_ids = {i for i in saved if ID_RE.fullmatch(i)}
         ordered_builtins = sorted(builtin_ids, key=lambda i: (i != self.default_id, i))
         return ordered_builtins + sorted(saved_ids - builtin_ids)
 

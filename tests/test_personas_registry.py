@@ -409,8 +409,22 @@ def test_postgres_keeps_owners_hashed_the_exact_text_and_nothing_on_disk(
         versions.close()
 
 
-def test_an_unreachable_persona_database_is_a_clear_error(unused_tcp_port: int):
+def test_with_the_database_down_built_ins_still_answer_and_saving_says_why(
+    builtin_dir: Path, tmp_path: Path, unused_tcp_port: int
+):
+    from personas import PersonaStoreUnavailable
     from personas.postgres import PostgresVersions
 
-    with pytest.raises(PersonaError, match="MNEMO_DATABASE_URL"):
-        PostgresVersions(f"postgresql://mnemo@127.0.0.1:{unused_tcp_port}/mnemo")
+    url = f"postgresql://mnemo:hunter2@127.0.0.1:{unused_tcp_port}/mnemo"
+    versions = PostgresVersions(url, wait_s=0.5)  # starting never needs the database
+    try:
+        registry = PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path, versions=versions)
+        assert registry.get("alice", "finance").source == "builtin"
+        assert "finance" in [v.id for v in registry.list("alice")]
+        with pytest.raises(PersonaStoreUnavailable, match="MNEMO_DATABASE_URL") as err:
+            registry.save("alice", finance_text(20))
+        assert "hunter2" not in str(err.value)
+        with pytest.raises(PersonaStoreUnavailable):
+            registry.get("alice", "poet")  # not a built-in: nothing to fall back to
+    finally:
+        versions.close()
