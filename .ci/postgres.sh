@@ -37,9 +37,12 @@ _pg_stop() {
 }
 trap _pg_stop EXIT
 
-# UTF-8 with a UTF-8 ctype, or pg_trgm extracts no trigrams from Chinese text.
+# UTF-8 with a UTF-8 ctype, or pg_trgm extracts no trigrams from Chinese text. A throwaway
+# cluster need not be flushed to disk (--no-sync) unless MNEMO_PG_DURABLE=1 (see below).
+_pg_sync=--no-sync
+[ "${MNEMO_PG_DURABLE:-0}" = 1 ] && _pg_sync=
 _pg_as "$_pg_bin/initdb" -D "$_pg_dir/data" -E UTF8 --locale=C.UTF-8 -A trust -U postgres \
-  >"$_pg_dir/initdb.log" 2>&1 || { cat "$_pg_dir/initdb.log" >&2; exit 1; }
+  $_pg_sync >"$_pg_dir/initdb.log" 2>&1 || { cat "$_pg_dir/initdb.log" >&2; exit 1; }
 
 _pg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # A test server: durability off (fsync, full pages) because it is thrown away afterwards;
