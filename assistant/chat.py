@@ -29,7 +29,7 @@ from typing import Any, Literal
 from memory import (
     MAX_MESSAGE_CHARS,
     ContextWindow,
-    ConversationStore,
+    MemoryBackend,
     MemoryStatus,
     MemoryStoreError,
     Outcome,
@@ -149,7 +149,7 @@ class ChatService:
 
     def __init__(
         self,
-        store: ConversationStore | FailOpenStore,
+        store: MemoryBackend | FailOpenStore,
         personas: PersonaRegistry,
         model: ChatModel,
         quota_per_hour: int | None = None,
