@@ -898,8 +898,7 @@ async def test_a_purge_cut_short_continues_next_time(store, clock):
     # Three turns per delete statement: three transactions for seven turns, then the row.
     assert await store.purge_expired(max_conversations=1, chunk=3) == 1
     assert await store.purge_expired() == 0
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
+    assert rows(store, "SELECT count(*) FROM turns") == [(0,)]
 
 
 @pytest.mark.parametrize(
