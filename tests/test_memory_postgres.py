@@ -38,6 +38,15 @@ ORDER BY 1, 2
 
 # Long lines: the server's own text, compared verbatim.
 EXPECTED_SCHEMA = [
+    ("column", "api_tokens.created_at", "double precision NOT NULL"),
+    ("column", "api_tokens.hint", "text NOT NULL"),
+    ("column", "api_tokens.id", "text NOT NULL"),
+    ("column", "api_tokens.last_used_at", "double precision"),
+    ("column", "api_tokens.name", "text NOT NULL"),
+    ("column", "api_tokens.owner", "text NOT NULL"),
+    ("column", "api_tokens.revoked_at", "double precision"),
+    ("column", "api_tokens.seq", "bigint NOT NULL IDENTITY"),
+    ("column", "api_tokens.token_hash", "text NOT NULL"),
     ("column", "conversations.active_count", "integer NOT NULL DEFAULT 0"),
     ("column", "conversations.chars", "bigint NOT NULL DEFAULT 0"),
     ("column", "conversations.created_at", "double precision NOT NULL"),
@@ -79,6 +88,24 @@ EXPECTED_SCHEMA = [
     ("column", "turns.is_summary", "boolean NOT NULL DEFAULT false"),
     ("column", "turns.role", "text NOT NULL"),
     ("column", "turns.words", "tsvector NOT NULL DEFAULT ''::tsvector"),
+    ("constraint", "api_tokens.api_tokens_hint_check", "CHECK ((char_length(hint) <= 8))"),
+    (
+        "constraint",
+        "api_tokens.api_tokens_name_check",
+        "CHECK (((char_length(name) >= 1) AND (char_length(name) <= 60)))",
+    ),
+    (
+        "constraint",
+        "api_tokens.api_tokens_owner_check",
+        "CHECK (((char_length(owner) >= 1) AND (char_length(owner) <= 200)))",
+    ),
+    ("constraint", "api_tokens.api_tokens_pkey", "PRIMARY KEY (id)"),
+    (
+        "constraint",
+        "api_tokens.api_tokens_token_hash_check",
+        "CHECK ((char_length(token_hash) = 64))",
+    ),
+    ("constraint", "api_tokens.api_tokens_token_hash_key", "UNIQUE (token_hash)"),
     ("constraint", "conversations.conversations_active_count_check", "CHECK ((active_count >= 0))"),
     ("constraint", "conversations.conversations_chars_check", "CHECK ((chars >= 0))"),
     ("constraint", "conversations.conversations_check", "CHECK ((active_count <= message_count))"),
@@ -162,6 +189,21 @@ EXPECTED_SCHEMA = [
         "constraint",
         "turns.turns_role_check",
         "CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'summary'::text])))",
+    ),
+    (
+        "index",
+        "api_tokens_owner",
+        "CREATE INDEX api_tokens_owner ON api_tokens USING btree (owner, created_at DESC)",
+    ),
+    (
+        "index",
+        "api_tokens_pkey",
+        "CREATE UNIQUE INDEX api_tokens_pkey ON api_tokens USING btree (id)",
+    ),
+    (
+        "index",
+        "api_tokens_token_hash_key",
+        "CREATE UNIQUE INDEX api_tokens_token_hash_key ON api_tokens USING btree (token_hash)",
     ),
     (
         "index",

@@ -136,6 +136,29 @@ async def m004_search(conn: AsyncConnection) -> None:
     )
 
 
+@migration
+async def m005_api_tokens(conn: AsyncConnection) -> None:
+    # Per-owner tokens for the HTTP API. Only the SHA-256 of a token is kept: a copy of the
+    # database does not let anyone call the API. `seq` orders tokens created in one instant.
+    await _run(
+        conn,
+        """
+        CREATE TABLE api_tokens (
+            id text PRIMARY KEY,
+            owner text NOT NULL CHECK (char_length(owner) BETWEEN 1 AND 200),
+            name text NOT NULL CHECK (char_length(name) BETWEEN 1 AND 60),
+            token_hash text NOT NULL UNIQUE CHECK (char_length(token_hash) = 64),
+            hint text NOT NULL CHECK (char_length(hint) <= 8),
+            created_at double precision NOT NULL,
+            last_used_at double precision,
+            revoked_at double precision,
+            seq bigint GENERATED ALWAYS AS IDENTITY
+        )
+        """,
+        "CREATE INDEX api_tokens_owner ON api_tokens (owner, created_at DESC)",
+    )
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:

@@ -33,7 +33,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, InvalidInput, StorageUnavailable
+from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, StorageUnavailable
 from ..policy import MemoryPolicy
 from ..records import Conversation, ResetResult, Turn, TurnMetrics
 from ..retention import PURGE_CONVERSATIONS, PURGE_TURNS, expires_at, purge_due
@@ -44,7 +44,8 @@ from . import sql
 from .fold import Folding
 from .migrations import migrate
 from .reads import Reads
-from .text import index_cjk, index_words
+from .text import check_text, index_cjk, index_words
+from .tokens import Tokens
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +100,7 @@ def unavailable(exc: BaseException, url: str) -> StorageUnavailable:
     return StorageUnavailable(f"The memory database at {safe_url(url)} failed ({exc}): {advice}.")
 
 
-def _check_text(*values: str | None) -> None:
-    # PostgreSQL's text cannot hold NUL; refuse it with advice instead of a driver error.
-    if any(v is not None and "\x00" in v for v in values):
-        raise InvalidInput("The text contains a NUL character (\\x00); remove it and try again.")
-
-
-class PostgresStore(Reads, Folding):
+class PostgresStore(Reads, Folding, Tokens):
     """Owns the Mnemo schema in one PostgreSQL database: conversations, turns, summaries,
     metrics. Open with `await PostgresStore.open(url)`."""
 
@@ -230,7 +225,7 @@ class PostgresStore(Reads, Folding):
         check_owner(owner)
         title = clean_title(title) if title is not None else None
         check_retention(retention_minutes)
-        _check_text(owner, title, persona_id)
+        check_text(owner, title, persona_id)
         now = self._clock()
         rows = await self._fetch(
             "INSERT INTO conversations (id, owner, title, persona_id, persona_version, "
@@ -265,13 +260,13 @@ class PostgresStore(Reads, Folding):
 
     async def rename_conversation(self, owner: str, conv_id: str, title: str) -> Conversation:
         title = clean_title(title)
-        _check_text(title)
+        check_text(title)
         return await self._update_conversation(owner, conv_id, "title = %(t)s", {"t": title})
 
     async def set_persona(
         self, owner: str, conv_id: str, persona_id: str, persona_version: int | None = None
     ) -> Conversation:
-        _check_text(persona_id)
+        check_text(persona_id)
         return await self._update_conversation(
             owner,
             conv_id,
@@ -305,7 +300,7 @@ class PostgresStore(Reads, Folding):
     ) -> Turn:
         """Save a message. The first user message titles an untitled conversation."""
         validate_message(role, content)
-        _check_text(content)
+        check_text(content)
         now = self._clock()
         rows = await self._fetch(
             sql.APPEND_SQL,
@@ -411,7 +406,7 @@ class PostgresStore(Reads, Folding):
         """Record one model call's numbers (never text). Kept when the conversation is deleted,
         so the quota cannot be reset by deleting conversations."""
         check_owner(owner)
-        _check_text(owner, metrics.model, metrics.error_kind)
+        check_text(owner, metrics.model, metrics.error_kind)
         await self._fetch(
             "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, "
             "output_tokens, latency_ms, first_token_ms, status, error_kind, created_at) "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import unicodedata
 from collections import defaultdict
 
+from ..errors import InvalidInput
 from ..recall import MAX_QUERY_TERMS, is_cjk, searchable_terms
 
 # PostgreSQL refuses lexemes over 2,047 bytes, keeps at most 256 positions per lexeme, and
@@ -70,3 +71,9 @@ def word_query(terms: list[str]) -> str | None:
 def cjk_patterns(terms: list[str]) -> list[str]:
     """LIKE patterns over `cjk`, one per CJK bigram in `terms`."""
     return [f"% {t} %" for t in terms[:MAX_QUERY_TERMS] if is_cjk(t)]
+
+
+def check_text(*values: str | None) -> None:
+    """PostgreSQL's text cannot hold NUL: refuse it with advice instead of a driver error."""
+    if any(v is not None and "\x00" in v for v in values):
+        raise InvalidInput("The text contains a NUL character (\\x00); remove it and try again.")
