@@ -514,3 +514,26 @@ async def test_fifty_writers_on_two_replicas_lose_and_duplicate_nothing(pg_url):
     finally:
         await one.close()
         await two.close()
+
+
+async def test_an_import_keeps_its_dates_and_is_all_or_nothing(store, pg_url):
+    day = 86_400.0
+    start = 1_700_000_000.0
+    messages = [
+        ("user", "We moved to Porto last spring.", start),
+        ("assistant", "How do you like it?", start + 60),
+        ("user", "A lot, the light is lovely.", start + day),
+    ]
+    conv = await store.import_conversation("ana", messages)
+    assert conv.title == "We moved to Porto last spring."
+    assert (conv.message_count, conv.active_count) == (3, 3)
+    turns = await store.transcript("ana", conv.id)
+    assert [(t.role, t.content, t.created_at) for t in turns] == messages
+    assert [h.turn_id for h in await store.search("ana", "porto")] == [turns[0].id]
+    with pytest.raises(InvalidInput):
+        await store.import_conversation("ana", [*messages, ("user", "", start + 2 * day)])
+    assert rows(pg_url, "SELECT count(*) FROM conversations") == [(1,)]
+    dated = await store.append(
+        "ana", conv.id, "user", "Written elsewhere", created_at=start + 2 * day
+    )
+    assert dated.created_at == start + 2 * day

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ..compaction import Fold, log_fold, write_summary
+from ..compaction import Fold, fold_boundary, log_fold, write_summary
 from ..sql import turn_from_row
 from . import sql
 from .text import index_cjk, index_words
@@ -74,8 +74,11 @@ class Folding:
         async with self._conn() as conn, conn.transaction():
             # One snapshot for both reads.
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cur = await conn.execute(sql.FOLD_TURNS_SQL, {"conv": conv_id, "fold": size})
-            turns = [turn_from_row(r) for r in await cur.fetchall()]
+            # keep_recent more: enough to see where the next user turn starts.
+            cur = await conn.execute(
+                sql.FOLD_TURNS_SQL, {"conv": conv_id, "fold": size + policy.keep_recent}
+            )
+            turns = fold_boundary([turn_from_row(r) for r in await cur.fetchall()], size)
             cur = await conn.execute(sql.LATEST_SUMMARY_SQL, {"conv": conv_id})
             prev = await cur.fetchone()
         if not turns:

@@ -87,7 +87,7 @@ class Reads:
         }
         statement = sql.CONTEXT_SQL
         if terms:
-            params.update(_term_params(terms), hits=policy.recall_k * 2)
+            params.update(_term_params(terms), hits=policy.recall_k)
             statement = sql.context_recall_sql(len(params["cjk"]))
         rows = await self._fetch(statement, params)
         if not rows:

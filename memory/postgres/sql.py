@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..sql import KIND_HIT, KIND_NEIGHBOUR, KIND_RECENT, KIND_SUMMARY
+from ..sql import KIND_HIT, KIND_NEXT, KIND_PREV, KIND_RECENT, KIND_SUMMARY
 
 CONVERSATION_COLUMNS = (
     "id, owner, title, persona_id, persona_version, retention_minutes, created_at, "
@@ -90,14 +90,14 @@ def context_recall_sql(cjk_count: int) -> str:
         "AND t.id < (SELECT coalesce(min(id), 9223372036854775807) FROM recent) "
         f"AND {match_sql('t', cjk_count)} ORDER BY rank, t.id LIMIT %(hits)s)"
     )
-    # Each hit's neighbour: the reply to a user turn, the question before an assistant turn.
+    # Each hit with the turns just after and just before it (a snippet is built from them).
     neighbours = (
-        f"SELECT {KIND_NEIGHBOUR}, {turn_columns('n')}, NULL, h.id FROM hits h "
-        "JOIN turns n ON n.id = CASE WHEN h.role = 'user' "
-        "THEN (SELECT id FROM turns WHERE conversation_id = %(conv)s AND id > h.id "
-        "AND NOT is_summary ORDER BY id LIMIT 1) "
-        "ELSE (SELECT id FROM turns WHERE conversation_id = %(conv)s AND id < h.id "
-        "AND NOT is_summary ORDER BY id DESC LIMIT 1) END"
+        f"SELECT {KIND_NEXT}, {turn_columns('n')}, NULL, h.id FROM hits h "
+        "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = %(conv)s "
+        "AND id > h.id AND NOT is_summary ORDER BY id LIMIT 1) "
+        f"UNION ALL SELECT {KIND_PREV}, {turn_columns('n')}, NULL, h.id FROM hits h "
+        "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = %(conv)s "
+        "AND id < h.id AND NOT is_summary ORDER BY id DESC LIMIT 1)"
     )
     inner = f"{_BASE} UNION ALL SELECT {KIND_HIT}, hits.*, NULL FROM hits UNION ALL {neighbours}"
     return f"WITH {_RECENT_CTE}, q AS (SELECT %(tsq)s::tsquery AS q), {hits} " + _OUTER.format(
@@ -125,7 +125,7 @@ APPEND_SQL = (
     "ELSE %(now)s + retention_minutes * 60.0 END, title = coalesce(title, %(title)s) "
     f"WHERE id = %(conv)s AND owner = %(owner)s AND {VISIBLE} RETURNING id) "
     "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, words, cjk) "
-    "SELECT c.id, %(role)s, %(content)s, %(now)s, %(incomplete)s, %(words)s::tsvector, "
+    "SELECT c.id, %(role)s, %(content)s, %(when)s, %(incomplete)s, %(words)s::tsvector, "
     "%(cjk_text)s FROM c RETURNING id"
 )
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 
 import psycopg
@@ -39,7 +39,16 @@ from ..records import Conversation, ResetResult, Turn, TurnMetrics
 from ..retention import PURGE_CONVERSATIONS, PURGE_TURNS, expires_at, purge_due
 from ..sql import conversation_from_row, turn_from_row
 from ..summarize import ExtractiveSummarizer, Summarizer
-from ..validation import check_owner, check_retention, clean_title, make_title, validate_message
+from ..validation import (
+    check_created_at,
+    check_import,
+    check_owner,
+    check_retention,
+    clean_title,
+    make_title,
+    validate_message,
+)
+from ..vectors import Embedder
 from . import sql
 from .fold import Folding
 from .migrations import migrate
@@ -129,14 +138,19 @@ class PostgresStore(Reads, Folding, Tokens):
         policy: MemoryPolicy | None = None,
         summarizer: Summarizer | None = None,
         clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
         *,
         pool_max: int = POOL_MAX,
     ) -> PostgresStore:
         """Connect, migrate under an advisory lock, and return the store.
 
         Raises StorageUnavailable (with what to do next) when the server cannot be reached,
-        refuses the login, or the user may not create the schema.
+        refuses the login, or the user may not create the schema. Recall here is by words
+        only: an `embedder` is accepted (the Runtime passes one) but turn vectors are not
+        stored on PostgreSQL yet.
         """
+        if embedder is not None:
+            log.info("PostgreSQL memory recalls by words only; %s is not used", embedder.name)
         kwargs = {
             "autocommit": True,
             "prepare_threshold": None,
@@ -296,12 +310,21 @@ class PostgresStore(Reads, Folding, Tokens):
     # -- turns --------------------------------------------------------------------------
 
     async def append(
-        self, owner: str, conv_id: str, role: str, content: str, *, incomplete: bool = False
+        self,
+        owner: str,
+        conv_id: str,
+        role: str,
+        content: str,
+        *,
+        incomplete: bool = False,
+        created_at: float | None = None,
     ) -> Turn:
-        """Save a message. The first user message titles an untitled conversation."""
+        """Save a message (first user message titles an untitled conversation); `created_at`
+        (epoch seconds, default now) dates a message written elsewhere."""
         validate_message(role, content)
         check_text(content)
         now = self._clock()
+        when = check_created_at(created_at, now)
         rows = await self._fetch(
             sql.APPEND_SQL,
             {
@@ -312,6 +335,7 @@ class PostgresStore(Reads, Folding, Tokens):
                 "title": make_title(content) if role == "user" else None,
                 "role": role,
                 "content": content,
+                "when": when,
                 "incomplete": incomplete,
                 "words": index_words(content),
                 "cjk_text": index_cjk(content),
@@ -325,9 +349,44 @@ class PostgresStore(Reads, Folding, Tokens):
             conversation_id=conv_id,
             role=role,  # type: ignore[arg-type]
             content=content,
-            created_at=now,
+            created_at=when,
             incomplete=incomplete,
         )
+
+    async def import_conversation(
+        self,
+        owner: str,
+        messages: Iterable[tuple[str, str, float]],
+        title: str | None = None,
+        persona_id: str = "assistant",
+        persona_version: int | None = None,
+    ) -> Conversation:
+        """A new conversation holding `messages`, (role, content, created_at) oldest first,
+        so a history from elsewhere keeps its dates. All or nothing: every message is checked
+        before anything is written, then one transaction writes them."""
+        check_owner(owner)
+        title = clean_title(title) if title is not None else None
+        now = self._clock()
+        rows = check_import(list(messages), now)
+        check_text(owner, title, persona_id, *(c for _, c, _ in rows))
+        conv_id = secrets.token_urlsafe(16)
+        title = title or next((make_title(c) for role, c, _ in rows if role == "user"), None)
+        async with self._write() as conn:
+            # last_active_at is now: retention counts from the import, not the old messages.
+            await conn.execute(
+                "INSERT INTO conversations (id, owner, title, persona_id, persona_version, "
+                "created_at, last_active_at, message_count, active_count, chars) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (conv_id, owner, title, persona_id, persona_version, rows[0][2] if rows else now,
+                 now, len(rows), len(rows), sum(len(c) for _, c, _ in rows)),
+            )  # fmt: skip
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO turns (conversation_id, role, content, created_at, words, cjk) "
+                    "VALUES (%s, %s, %s, %s, %s::tsvector, %s)",
+                    [(conv_id, r, c, when, index_words(c), index_cjk(c)) for r, c, when in rows],
+                )
+            return await self._locked(conn, owner, conv_id)
 
     async def _remove_turns(self, conn: AsyncConnection, conv_id: str, turns: list[Turn]) -> None:
         await conn.execute("DELETE FROM turns WHERE id = ANY(%s)", ([t.id for t in turns],))
