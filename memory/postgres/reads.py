@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from ..context import assemble_context
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
-from ..recall import MAX_RECALL_TERMS, matching_conversations, query_terms, snippet
+from ..recall import (
+    MAX_RECALL_TERMS,
+    lone_cjk,
+    matching_conversations,
+    query_terms,
+    snippet,
+)
 from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
 from ..sql import KIND_CONVERSATION, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
@@ -112,13 +118,15 @@ class Reads:
         Snippets are raw message text with matches wrapped in `mark`: escape before HTML.
         """
         terms = query_terms(text[:MAX_MESSAGE_CHARS])
-        if not terms or limit <= 0:
+        characters = lone_cjk(text)  # 高 alone: in no bigram (memory/recall.py)
+        if not (terms or characters) or limit <= 0:
             return []
         params = _term_params(terms)
-        if params["tsq"] is None and not params["cjk"]:
-            return []
+        params.update({f"ch{i}": ch for i, ch in enumerate(characters)})
         params.update(owner=owner, now=self._clock(), limit=int(limit))
-        rows = await self._fetch(sql.search_sql(len(params["cjk"])), params)
+        statement = sql.search_sql(len(params["cjk"]), len(characters))
+        rows = await self._fetch(statement, params)
+        terms = [*terms, *characters]
         return [
             SearchHit(
                 conversation_id=cid,

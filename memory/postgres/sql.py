@@ -105,13 +105,19 @@ def context_recall_sql(cjk_count: int) -> str:
     )
 
 
-def search_sql(cjk_count: int) -> str:
+def search_sql(cjk_count: int, char_count: int = 0) -> str:
+    """An owner's matching messages, newest first. Lone CJK characters (%(ch0)s...), which no
+    bigram holds, are looked for in the text itself (strpos: no wildcard syntax)."""
+    match = match_sql("t", cjk_count)
+    if char_count:
+        chars = " OR ".join(f"strpos(t.content, %(ch{i})s) > 0" for i in range(char_count))
+        match = f"({match} OR {chars})"
     return (
         "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
         "FROM (SELECT %(tsq)s::tsquery AS q) q, turns t "
         "JOIN conversations c ON c.id = t.conversation_id "
-        f"WHERE c.owner = %(owner)s AND (c.expires_at IS NULL OR c.expires_at > %(now)s) "
-        f"AND {match_sql('t', cjk_count)} ORDER BY t.id DESC LIMIT %(limit)s"
+        "WHERE c.owner = %(owner)s AND (c.expires_at IS NULL OR c.expires_at > %(now)s) "
+        f"AND {match} ORDER BY t.id DESC LIMIT %(limit)s"
     )
 
 
