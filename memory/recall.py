@@ -103,6 +103,8 @@ def lone_cjk(text: str) -> list[str]:
     """
     runs = (m.group() for m in _CJK_RUN.finditer(text[:MAX_QUERY_CHARS]))
     return list(dict.fromkeys(run for run in runs if len(run) == 1))[:MAX_QUERY_TERMS]
+
+
 def searchable_terms(text: str) -> Iterator[str]:
     """What the indexes hold for `text`: every searchable word (lowercased) and CJK bigram, in
     order, repeats kept. Queries are made of the same terms (query_terms)."""
