@@ -67,9 +67,15 @@ class Runtime:
         # (so the quota), and saved persona versions. The browser secret comes from
         # MNEMO_SECRET (see ui/sessions.py).
         self.database_url = config.database_url(database_url)
-        versions = PostgresVersions(self.database_url) if self.database_url else None
+        versions = roundtable_versions = None
+        if self.database_url:
+            # Roundtables reuse the persona storage, in a namespace of their own.
+            versions = PostgresVersions(self.database_url)
+            roundtable_versions = PostgresVersions(
+                self.database_url, namespace=RoundtableRegistry.folder
+            )
         self.registry = PersonaRegistry(data_dir=self.data_dir, versions=versions)
-        self.roundtables = RoundtableRegistry(data_dir=self.data_dir)
+        self.roundtables = RoundtableRegistry(data_dir=self.data_dir, versions=roundtable_versions)
         self.model = model if model is not None else config.select_model()
         self.quota_per_hour = config.quota_per_hour(quota_per_hour)
         # Recall by meaning as well as words: wordllama unless MNEMO_EMBEDDER says otherwise;

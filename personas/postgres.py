@@ -5,6 +5,8 @@ under a transaction-level advisory lock, like memory's): `persona_versions` hold
 version's exact YAML (immutable rows), `persona_current` the version in use. A new version takes
 the next number and becomes current in one transaction under an advisory lock for that
 (owner, persona), so two replicas saving at once get two versions, never one number twice.
+Every row carries a `namespace` (the registry's folder: "personas", "roundtables"), so the
+roundtable registry, which reuses this storage, never sees a persona's versions nor the reverse.
 
 The registry is synchronous (it runs in a worker thread), so this uses psycopg's sync pool:
 bounded, checked, recycled, and without prepared statements for transaction poolers.
@@ -22,7 +24,7 @@ from .errors import PersonaNotFound, PersonaStoreUnavailable
 
 POOL_MAX = 4
 WAIT_S = 10.0  # for a connection: then the call fails and the registry serves built-ins
-_KEY = "hashtextextended(%s || '/' || %s, 0)"
+_KEY = "hashtextextended(%s || '/' || %s || '/' || %s, 0)"
 MIGRATIONS = [
     (
         "m001_persona_versions",
@@ -36,16 +38,39 @@ MIGRATIONS = [
             "PRIMARY KEY (owner_key, persona_id))",
         ],
     ),
+    (
+        # Roundtables reuse this storage: a namespace column keeps their versions apart. The
+        # rows saved before it are personas'.
+        "m002_namespaces",
+        [
+            "ALTER TABLE persona_versions ADD COLUMN namespace text NOT NULL DEFAULT 'personas'",
+            "ALTER TABLE persona_versions DROP CONSTRAINT persona_versions_pkey, "
+            "ADD PRIMARY KEY (namespace, owner_key, persona_id, version)",
+            "ALTER TABLE persona_current ADD COLUMN namespace text NOT NULL DEFAULT 'personas'",
+            "ALTER TABLE persona_current DROP CONSTRAINT persona_current_pkey, "
+            "ADD PRIMARY KEY (namespace, owner_key, persona_id)",
+        ],
+    ),
 ]
 
 
 class PostgresVersions:
     """Saved persona versions in the database at `url` (see module doc)."""
 
-    def __init__(self, url: str, *, pool_max: int = POOL_MAX, wait_s: float = WAIT_S):
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = "personas",
+        pool_max: int = POOL_MAX,
+        wait_s: float = WAIT_S,
+    ):
         # Nothing connects here: the app starts even while the database is down, and the
         # first call migrates.
+        if not namespace or len(namespace) > 40:
+            raise ValueError("A version namespace is a short name, like the registry's folder.")
         self._url = url
+        self._ns = namespace
         self._migrated = False
         self._migrate_lock = threading.Lock()
         self._pool = ConnectionPool(
@@ -57,7 +82,7 @@ class PostgresVersions:
             max_lifetime=1_800.0,
             check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": 10},
-            name="mnemo-personas",
+            name=f"mnemo-{namespace}",
             open=False,
         )
         self._pool.open(wait=False)
@@ -84,17 +109,17 @@ class PostgresVersions:
 
     def numbers(self, owner_key: str, persona_id: str) -> list[int]:
         rows = self._rows(
-            "SELECT version FROM persona_versions WHERE owner_key = %s AND persona_id = %s "
-            "ORDER BY version",
-            (owner_key, persona_id),
+            "SELECT version FROM persona_versions WHERE namespace = %s AND owner_key = %s "
+            "AND persona_id = %s ORDER BY version",
+            (self._ns, owner_key, persona_id),
         )
         return [v for (v,) in rows]
 
     def read(self, owner_key: str, persona_id: str, version: int) -> tuple[str, float]:
         rows = self._rows(
-            "SELECT yaml_text, saved_at FROM persona_versions WHERE owner_key = %s "
-            "AND persona_id = %s AND version = %s",
-            (owner_key, persona_id, version),
+            "SELECT yaml_text, saved_at FROM persona_versions WHERE namespace = %s "
+            "AND owner_key = %s AND persona_id = %s AND version = %s",
+            (self._ns, owner_key, persona_id, version),
         )
         if not rows:
             raise PersonaNotFound(f"Version {version} of {persona_id!r} does not exist.")
@@ -104,14 +129,17 @@ class PostgresVersions:
         saved_at = time.time()
         try:
             with self._connection() as conn, conn.transaction():
-                conn.execute(f"SELECT pg_advisory_xact_lock({_KEY})", (owner_key, persona_id))
+                conn.execute(
+                    f"SELECT pg_advisory_xact_lock({_KEY})", (self._ns, owner_key, persona_id)
+                )
                 (number,) = conn.execute(
-                    "INSERT INTO persona_versions (owner_key, persona_id, version, yaml_text, "
-                    "saved_at) SELECT %s, %s, coalesce(max(version), 0) + 1, %s, %s "
-                    "FROM persona_versions WHERE owner_key = %s AND persona_id = %s "
-                    "RETURNING version",
-                    (owner_key, persona_id, text, saved_at, owner_key, persona_id),
-                ).fetchone()
+                    "INSERT INTO persona_versions (namespace, owner_key, persona_id, version, "
+                    "yaml_text, saved_at) SELECT %s, %s, %s, coalesce(max(version), 0) + 1, "
+                    "%s, %s FROM persona_versions WHERE namespace = %s AND owner_key = %s "
+                    "AND persona_id = %s RETURNING version",
+                    (self._ns, owner_key, persona_id, text, saved_at, self._ns, owner_key,
+                     persona_id),
+                ).fetchone()  # fmt: skip
                 self._upsert_current(conn, owner_key, persona_id, number)
         except psycopg.Error as exc:
             raise unavailable(exc) from exc
@@ -119,8 +147,9 @@ class PostgresVersions:
 
     def current(self, owner_key: str, persona_id: str) -> int | None:
         rows = self._rows(
-            "SELECT version FROM persona_current WHERE owner_key = %s AND persona_id = %s",
-            (owner_key, persona_id),
+            "SELECT version FROM persona_current WHERE namespace = %s AND owner_key = %s "
+            "AND persona_id = %s",
+            (self._ns, owner_key, persona_id),
         )
         return rows[0][0] if rows else None
 
@@ -131,17 +160,19 @@ class PostgresVersions:
         except psycopg.Error as exc:
             raise unavailable(exc) from exc
 
-    @staticmethod
-    def _upsert_current(conn: psycopg.Connection, owner_key: str, persona_id: str, v: int) -> None:
+    def _upsert_current(self, conn: psycopg.Connection, owner_key: str, pid: str, v: int) -> None:
         conn.execute(
-            "INSERT INTO persona_current (owner_key, persona_id, version) VALUES (%s, %s, %s) "
-            "ON CONFLICT (owner_key, persona_id) DO UPDATE SET version = excluded.version",
-            (owner_key, persona_id, v),
+            "INSERT INTO persona_current (namespace, owner_key, persona_id, version) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (namespace, owner_key, persona_id) "
+            "DO UPDATE SET version = excluded.version",
+            (self._ns, owner_key, pid, v),
         )
 
     def persona_ids(self, owner_key: str) -> set[str]:
         rows = self._rows(
-            "SELECT DISTINCT persona_id FROM persona_versions WHERE owner_key = %s", (owner_key,)
+            "SELECT DISTINCT persona_id FROM persona_versions WHERE namespace = %s "
+            "AND owner_key = %s",
+            (self._ns, owner_key),
         )
         return {pid for (pid,) in rows}
 

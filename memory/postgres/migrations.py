@@ -159,6 +159,19 @@ async def m005_api_tokens(conn: AsyncConnection) -> None:
     )
 
 
+@migration
+async def m006_speakers(conn: AsyncConnection) -> None:
+    # A roundtable turn is answered by several personas: each reply row names its speaker (the
+    # persona id; NULL for a plain turn, answered by the conversation's persona), and metrics
+    # are kept per speaker. SQLite's m010_speakers, the same columns and check.
+    await _run(
+        conn,
+        "ALTER TABLE turns ADD COLUMN speaker text "
+        "CHECK (speaker IS NULL OR char_length(speaker) BETWEEN 1 AND 80)",
+        "ALTER TABLE turn_metrics ADD COLUMN persona_id text",
+    )
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:

@@ -318,11 +318,12 @@ class PostgresStore(Reads, Folding, Tokens):
         *,
         incomplete: bool = False,
         created_at: float | None = None,
+        speaker: str | None = None,
     ) -> Turn:
-        """Save a message (first user message titles an untitled conversation); `created_at`
-        (epoch seconds, default now) dates a message written elsewhere."""
-        validate_message(role, content)
-        check_text(content)
+        """Save a message (a first user message titles the conversation); `created_at` (epoch
+        seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona."""
+        validate_message(role, content, speaker)
+        check_text(content, speaker)
         now = self._clock()
         when = check_created_at(created_at, now)
         rows = await self._fetch(
@@ -337,6 +338,7 @@ class PostgresStore(Reads, Folding, Tokens):
                 "content": content,
                 "when": when,
                 "incomplete": incomplete,
+                "speaker": speaker,
                 "words": index_words(content),
                 "cjk_text": index_cjk(content),
             },
@@ -344,13 +346,8 @@ class PostgresStore(Reads, Folding, Tokens):
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         await self._maybe_purge()
-        return Turn(
-            id=rows[0][0],
-            conversation_id=conv_id,
-            role=role,  # type: ignore[arg-type]
-            content=content,
-            created_at=when,
-            incomplete=incomplete,
+        return Turn(  # type: ignore[arg-type]  (the role was validated above)
+            rows[0][0], conv_id, role, content, when, incomplete=incomplete, speaker=speaker
         )
 
     async def import_conversation(
@@ -465,11 +462,11 @@ class PostgresStore(Reads, Folding, Tokens):
         """Record one model call's numbers (never text). Kept when the conversation is deleted,
         so the quota cannot be reset by deleting conversations."""
         check_owner(owner)
-        check_text(owner, metrics.model, metrics.error_kind)
+        check_text(owner, metrics.model, metrics.error_kind, metrics.persona_id)
         await self._fetch(
             "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, "
-            "output_tokens, latency_ms, first_token_ms, status, error_kind, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            "output_tokens, latency_ms, first_token_ms, status, error_kind, created_at, "
+            "persona_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (
                 owner,
                 conv_id,
@@ -481,6 +478,7 @@ class PostgresStore(Reads, Folding, Tokens):
                 metrics.status,
                 metrics.error_kind,
                 self._clock(),
+                metrics.persona_id,
             ),
         )
 
