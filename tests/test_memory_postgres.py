@@ -74,6 +74,7 @@ EXPECTED_SCHEMA = [
     ("column", "turn_metrics.model", "text NOT NULL"),
     ("column", "turn_metrics.output_tokens", "integer"),
     ("column", "turn_metrics.owner", "text NOT NULL"),
+    ("column", "turn_metrics.persona_id", "text"),
     ("column", "turn_metrics.status", "text NOT NULL"),
     ("column", "turns.cjk", "text"),
     ("column", "turns.compacted", "boolean NOT NULL DEFAULT false"),
@@ -87,6 +88,7 @@ EXPECTED_SCHEMA = [
     ("column", "turns.incomplete", "boolean NOT NULL DEFAULT false"),
     ("column", "turns.is_summary", "boolean NOT NULL DEFAULT false"),
     ("column", "turns.role", "text NOT NULL"),
+    ("column", "turns.speaker", "text"),
     ("column", "turns.words", "tsvector NOT NULL DEFAULT ''::tsvector"),
     ("constraint", "api_tokens.api_tokens_hint_check", "CHECK ((char_length(hint) <= 8))"),
     (
@@ -189,6 +191,11 @@ EXPECTED_SCHEMA = [
         "constraint",
         "turns.turns_role_check",
         "CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text, 'summary'::text])))",
+    ),
+    (
+        "constraint",
+        "turns.turns_speaker_check",
+        "CHECK (((speaker IS NULL) OR ((char_length(speaker) >= 1) AND (char_length(speaker) <= 80))))",
     ),
     (
         "index",
