@@ -87,6 +87,8 @@ EXPECTED_SCHEMA = [
     ("column", "turns.id", "bigint NOT NULL IDENTITY"),
     ("column", "turns.incomplete", "boolean NOT NULL DEFAULT false"),
     ("column", "turns.is_summary", "boolean NOT NULL DEFAULT false"),
+    ("column", "turns.outcome", "text"),
+    ("column", "turns.outcome_note", "text"),
     ("column", "turns.role", "text NOT NULL"),
     ("column", "turns.speaker", "text"),
     ("column", "turns.words", "tsvector NOT NULL DEFAULT ''::tsvector"),
@@ -185,6 +187,16 @@ EXPECTED_SCHEMA = [
         "constraint",
         "turns.turns_conversation_id_fkey",
         "FOREIGN KEY (conversation_id) REFERENCES conversations(id) ON DELETE CASCADE",
+    ),
+    (
+        "constraint",
+        "turns.turns_outcome_check",
+        "CHECK (((outcome IS NULL) OR (outcome = ANY (ARRAY['failed'::text, 'stopped'::text, 'incomplete'::text]))))",
+    ),
+    (
+        "constraint",
+        "turns.turns_outcome_note_check",
+        "CHECK (((outcome_note IS NULL) OR (char_length(outcome_note) <= 1000)))",
     ),
     ("constraint", "turns.turns_pkey", "PRIMARY KEY (id)"),
     (

@@ -172,6 +172,21 @@ async def m006_speakers(conn: AsyncConnection) -> None:
     )
 
 
+@migration
+async def m007_turn_outcomes(conn: AsyncConnection) -> None:
+    # How a turn ended when not as planned, and why in the words the chat showed (SQLite's
+    # m011_turn_outcomes, the same columns and checks).
+    await _run(
+        conn,
+        "ALTER TABLE turns ADD COLUMN outcome text "
+        "CHECK (outcome IS NULL OR outcome IN ('failed', 'stopped', 'incomplete'))",
+        "ALTER TABLE turns ADD COLUMN outcome_note text "
+        "CHECK (outcome_note IS NULL OR char_length(outcome_note) <= 1000)",
+        # Replies saved incomplete before this migration: stopped or broken off, reason unknown.
+        "UPDATE turns SET outcome = 'incomplete' WHERE incomplete",
+    )
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:

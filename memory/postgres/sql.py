@@ -21,6 +21,8 @@ TURN_NAMES = (
     "covers_count",
     "incomplete",
     "speaker",
+    "outcome",
+    "outcome_note",
 )
 TURN_COLUMNS = ", ".join(TURN_NAMES)
 
@@ -52,7 +54,7 @@ TRANSCRIPT_SQL = _OUTER.format(
     "ORDER BY id DESC LIMIT %(limit)s"
 )
 
-# context(): every row is (message_count, active_count, kind, 12 turn columns, rank,
+# context(): every row is (message_count, active_count, kind, 14 turn columns, rank,
 # neighbour_of), like the SQLite backend's single statement.
 _RECENT_CTE = (
     f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = %(conv)s "
@@ -132,8 +134,9 @@ APPEND_SQL = (
     "ELSE %(now)s + retention_minutes * 60.0 END, title = coalesce(title, %(title)s) "
     f"WHERE id = %(conv)s AND owner = %(owner)s AND {VISIBLE} RETURNING id) "
     "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
-    "words, cjk) SELECT c.id, %(role)s, %(content)s, %(when)s, %(incomplete)s, %(speaker)s, "
-    "%(words)s::tsvector, %(cjk_text)s FROM c RETURNING id"
+    "outcome, outcome_note, words, cjk) SELECT c.id, %(role)s, %(content)s, %(when)s, "
+    "%(incomplete)s, %(speaker)s, %(outcome)s, %(outcome_note)s, %(words)s::tsvector, "
+    "%(cjk_text)s FROM c RETURNING id"
 )
 
 TRAILING_ACTIVE_SQL = (

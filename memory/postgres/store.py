@@ -35,13 +35,14 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, StorageUnavailable
 from ..policy import MemoryPolicy
-from ..records import Conversation, ResetResult, Turn, TurnMetrics
+from ..records import Conversation, Outcome, ResetResult, Turn, TurnMetrics
 from ..retention import PURGE_CONVERSATIONS, PURGE_TURNS, expires_at, purge_due
 from ..sql import conversation_from_row, turn_from_row
 from ..summarize import ExtractiveSummarizer, Summarizer
 from ..validation import (
     check_created_at,
     check_import,
+    check_outcome,
     check_owner,
     check_retention,
     clean_title,
@@ -53,6 +54,7 @@ from . import sql
 from .fold import Folding
 from .migrations import migrate
 from .reads import Reads
+from .replies import Replies
 from .text import check_text, index_cjk, index_words
 from .tokens import Tokens
 
@@ -109,7 +111,7 @@ def unavailable(exc: BaseException, url: str) -> StorageUnavailable:
     return StorageUnavailable(f"The memory database at {safe_url(url)} failed ({exc}): {advice}.")
 
 
-class PostgresStore(Reads, Folding, Tokens):
+class PostgresStore(Reads, Folding, Tokens, Replies):
     """Owns the Mnemo schema in one PostgreSQL database: conversations, turns, summaries,
     metrics. Open with `await PostgresStore.open(url)`."""
 
@@ -319,11 +321,16 @@ class PostgresStore(Reads, Folding, Tokens):
         incomplete: bool = False,
         created_at: float | None = None,
         speaker: str | None = None,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
     ) -> Turn:
         """Save a message (a first user message titles the conversation); `created_at` (epoch
-        seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona."""
+        seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
+        `outcome` and its note say how a reply ended when not as planned (then incomplete)."""
         validate_message(role, content, speaker)
-        check_text(content, speaker)
+        outcome_note = check_outcome(outcome, outcome_note)
+        incomplete = incomplete or outcome is not None
+        check_text(content, speaker, outcome_note)
         now = self._clock()
         when = check_created_at(created_at, now)
         rows = await self._fetch(
@@ -339,6 +346,8 @@ class PostgresStore(Reads, Folding, Tokens):
                 "when": when,
                 "incomplete": incomplete,
                 "speaker": speaker,
+                "outcome": outcome,
+                "outcome_note": outcome_note,
                 "words": index_words(content),
                 "cjk_text": index_cjk(content),
             },
@@ -347,7 +356,15 @@ class PostgresStore(Reads, Folding, Tokens):
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         await self._maybe_purge()
         return Turn(  # type: ignore[arg-type]  (the role was validated above)
-            rows[0][0], conv_id, role, content, when, incomplete=incomplete, speaker=speaker
+            rows[0][0],
+            conv_id,
+            role,
+            content,
+            when,
+            incomplete=incomplete,
+            speaker=speaker,
+            outcome=outcome,
+            outcome_note=outcome_note,
         )
 
     async def import_conversation(

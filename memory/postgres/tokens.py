@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..errors import InvalidInput, TokenNotFound, TooManyTokens
 from ..records import ApiToken
-from ..store import _SHA256_HEX, MAX_TOKENS_LISTED, MAX_TOKENS_PER_OWNER, TOKEN_TOUCH_EVERY_S
+from ..token_store import _SHA256_HEX, MAX_TOKENS_LISTED, MAX_TOKENS_PER_OWNER, TOKEN_TOUCH_EVERY_S
 from ..validation import check_owner, clean_token_name
 from .text import check_text
 
