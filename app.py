@@ -56,7 +56,9 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
     with gr.Blocks(title="Mnemo — a chat assistant that remembers") as demo:
         # Every browser gets its own owner id, signed with a secret that survives restarts.
         browser_id = gr.BrowserState(
-            None, storage_key="mnemo-owner", secret=browser_secret(rt.data_dir, config.secret())
+            None,
+            storage_key="mnemo-owner",
+            secret=browser_secret(rt.data_dir, config.secret(), shared=rt.database_url is not None),
         )
         owner = gr.State("")
         conversation_id = gr.State(None)

@@ -138,6 +138,13 @@ class MessageOut(BaseModel):
     created_at: str
     compacted: bool = Field(description="Folded into a summary: shown, no longer sent whole.")
     incomplete: bool = Field(description="A reply that was stopped or failed part-way.")
+    outcome: Literal["failed", "stopped", "incomplete"] | None = Field(
+        default=None,
+        description="How the message ended when not as planned: 'failed' (on a user message: "
+        "not answered; on a reply: broke off), 'stopped', 'incomplete' (cut at a limit, or "
+        "the server stopped mid-reply). Null: a normal message.",
+    )
+    outcome_note: str | None = Field(default=None, description="Why, in the chat's words.")
     covers_count: int | None = Field(description="For a summary: how many messages it covers.")
 
 
@@ -251,6 +258,8 @@ def message_out(t: Any) -> dict[str, Any]:
         "created_at": iso(t.created_at),
         "compacted": t.compacted,
         "incomplete": t.incomplete,
+        "outcome": t.outcome,
+        "outcome_note": t.outcome_note,
         "covers_count": t.covers_count,
     }
 

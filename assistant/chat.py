@@ -29,9 +29,10 @@ from typing import Any, Literal
 from memory import (
     MAX_MESSAGE_CHARS,
     ContextWindow,
-    ConversationStore,
+    MemoryBackend,
     MemoryStatus,
     MemoryStoreError,
+    Outcome,
     ResetResult,
     StorageUnavailable,
     Turn,
@@ -58,7 +59,8 @@ from .errors import (
 )
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
-from .tools import Toolbox, ToolCall
+from .tools import Toolbox, ToolCall, save_note, search_messages
+from .turn_state import INTERRUPTED, STOPPED_EARLY, Admission, ReplyState, outcome_of
 
 log = logging.getLogger(__name__)
 
@@ -138,19 +140,6 @@ def compose_system(persona_prompt: str, context: ContextWindow) -> str:
     return persona_prompt if note is None else persona_prompt + "\n\n" + note
 
 
-def part_sizes(persona_prompt: str, context: ContextWindow, messages: list[Message]) -> dict:
-    """Characters of each part the model receives, for the metrics (never the text)."""
-    parts = context.part_chars()
-    return {
-        "persona_chars": len(persona_prompt),
-        "pinned_chars": parts["pinned"],
-        "summary_chars": parts["summary"],
-        "recalled_chars": parts["recalled"],
-        "recent_chars": sum(len(m["content"]) for m in messages),
-        "budget_chars": context.budget,
-    }
-
-
 @dataclass
 class _Persona:
     id: str
@@ -159,49 +148,12 @@ class _Persona:
     temperature: float | None
 
 
-@dataclass
-class _Admission:
-    """A turn let through the quota whose metrics row is not written yet: it still counts."""
-
-    owner: str
-    pending: Counter[str]
-    handed_off: bool = False  # _finish took it; the metrics task releases it
-    released: bool = False
-
-    def __post_init__(self) -> None:
-        self.pending[self.owner] += 1
-
-    def release(self) -> None:
-        if not self.released:
-            self.released = True
-            self.pending[self.owner] -= 1
-            if self.pending[self.owner] <= 0:
-                del self.pending[self.owner]
-
-
-@dataclass
-class _Turn:
-    """The state of one reply being produced."""
-
-    owner: str
-    conv_id: str
-    admission: _Admission
-    parts: list[str] = field(default_factory=list)
-    first_token_ms: int | None = None
-    sizes: dict[str, int] = field(default_factory=dict)  # part_sizes() of what was sent
-    speaker: str | None = None  # the persona answering in a roundtable; None: a plain turn
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
 class ChatService:
     """Runs chat turns for the app. One instance serves every owner and conversation."""
 
     def __init__(
         self,
-        store: ConversationStore | FailOpenStore,
+        store: MemoryBackend | FailOpenStore,
         personas: PersonaRegistry,
         model: ChatModel,
         quota_per_hour: int | None = None,
@@ -238,7 +190,7 @@ class ChatService:
             messages: list[Message] = [*render_messages(context), {"role": "user", "content": text}]
             # aclosing: when the app closes this generator (Stop), close the inner one right
             # away so it saves the partial reply now, not whenever the garbage collector runs.
-            turn = _Turn(owner, conv_id, admission)
+            turn = ReplyState(owner, conv_id, admission, question_id=saved.id)
             reply = self._reply(turn, persona, context, messages, degraded)
             async with contextlib.aclosing(reply):
                 async for event in reply:
@@ -270,7 +222,7 @@ class ChatService:
             else:
                 messages.append({"role": "user", "content": question.content})
             degraded = degraded or context.degraded
-            turn = _Turn(owner, conv_id, admission)
+            turn = ReplyState(owner, conv_id, admission, question.id, question.outcome)
             reply = self._reply(turn, persona, context, messages, degraded)
             async with contextlib.aclosing(reply):
                 async for event in reply:
@@ -281,14 +233,14 @@ class ChatService:
 
     async def _reply(
         self,
-        turn: _Turn,
+        turn: ReplyState,
         persona: _Persona,
         context: ContextWindow,
         messages: list[Message],
         degraded: bool,
     ) -> AsyncIterator[ChatEvent]:
         system = compose_system(persona.prompt, context)
-        turn.sizes = part_sizes(persona.prompt, context, messages)
+        turn.measure(persona.prompt, context, messages)
         settings = Settings(temperature=persona.temperature)
         started = time.perf_counter()
         if getattr(self.model, "supports_tools", False):
@@ -304,7 +256,11 @@ class ChatService:
                         continue
                     if turn.first_token_ms is None:
                         turn.first_token_ms = _ms_since(started)
-                    turn.parts.append(chunk)
+                    turn.add(chunk)
+                    if turn.progress_due():
+                        # In the background: the stream never waits for the disk. The final
+                        # save waits for it (_store_reply).
+                        turn.saving = self._spawn(self._save_progress(turn))
                     yield Delta(chunk)
             if not turn.text.strip():
                 raise EmptyReply(
@@ -330,7 +286,7 @@ class ChatService:
         elif stream.finish_reason in ("MAX_TOKENS", "length"):
             notice = "The reply hit the model's length limit. Ask it to continue."
         saved = await self._shielded(
-            self._finish(turn, stream.usage, started, "ok", None, incomplete=bool(notice))
+            self._finish(turn, stream.usage, started, "ok", None, notice=notice)
         )
         yield Done(
             reply=turn.text,
@@ -344,31 +300,17 @@ class ChatService:
 
     async def _finish(
         self,
-        turn: _Turn,
+        turn: ReplyState,
         usage: Usage,
         started: float,
         status: Literal["ok", "error", "stopped"],
         error: BaseException | None,
         *,
-        incomplete: bool = False,
+        notice: str | None = None,
     ) -> bool:
-        """Save the reply (or what arrived of it) and schedule metrics and summarization.
-        Returns whether the reply is stored."""
-        saved = False
-        text = turn.text
-        if text.strip():
-            try:
-                reply = await self.store.append(
-                    turn.owner,
-                    turn.conv_id,
-                    "assistant",
-                    text,
-                    incomplete=incomplete or status != "ok",
-                    speaker=turn.speaker,
-                )
-                saved = reply.saved
-            except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
-                log.warning("reply not saved: %s", type(exc).__name__)
+        """Save the reply (or what arrived of it) with its outcome, and schedule metrics and
+        summarization. Returns whether the reply is stored."""
+        saved = await self._save_reply(turn, *outcome_of(status, error, notice))
         metrics_status = status
         if isinstance(error, BlockedBySafety):
             metrics_status = "refused"
@@ -396,27 +338,94 @@ class ChatService:
     async def search_memory(
         self, owner: str, query: str, leave_out: str | None = None
     ) -> list[dict[str, str]]:
-        """The owner's messages matching `query`, newest first (the sidebar's search), except
-        those of the conversation `leave_out`: the search_memory tool."""
-        hits = await self.store.search(owner, query, limit=20, mark=("", ""))
-        return [
-            {
-                "conversation": h.conversation_title or "Untitled",
-                "role": h.role,
-                "snippet": h.snippet,
-                "date": time.strftime("%Y-%m-%d", time.gmtime(h.created_at)),
-            }
-            for h in hits
-            if h.conversation_id != leave_out
-        ]
+        """The search_memory tool's search (the facade swaps in the sidebar's)."""
+        return await search_messages(self.store, owner, query, leave_out)
 
-    async def _tool_note(self, turn: _Turn, call: ToolCall) -> ToolUsed:
+    async def _tool_note(self, turn: ReplyState, call: ToolCall) -> ToolUsed:
         """Save the call's note as a user-side turn (never as the assistant's words)."""
-        try:
-            await self.store.append(turn.owner, turn.conv_id, "user", call.note, origin="tool")
-        except MemoryStoreError as exc:  # the turn goes on; the note is on screen only
-            log.warning("tool note not saved: %s", type(exc).__name__)
+        await save_note(self.store, turn.owner, turn.conv_id, call.note)
         return ToolUsed(name=call.name, status=call.status, note=call.note)
+
+    async def _save_progress(self, turn: ReplyState) -> None:
+        """Save what has streamed so far, marked incomplete until the final save: after a
+        crash it shows as a reply Mnemo did not finish. Failing only skips this save."""
+        text, turn.saved_at = turn.text, time.monotonic()
+        turn.saved_chars = len(text)  # a failed save waits for the next one, not every chunk
+        if not text.strip():
+            return
+        try:
+            if turn.reply_id is None:
+                reply = await self.store.append(
+                    turn.owner,
+                    turn.conv_id,
+                    "assistant",
+                    text,
+                    speaker=turn.speaker,
+                    outcome="incomplete",
+                    outcome_note=INTERRUPTED,
+                )
+                turn.reply_id = reply.id
+            else:
+                await self.store.update_reply(
+                    turn.owner,
+                    turn.conv_id,
+                    turn.reply_id,
+                    text,
+                    outcome="incomplete",
+                    outcome_note=INTERRUPTED,
+                )
+        except MemoryStoreError as exc:  # storage down or the conversation gone: next time
+            log.warning("reply progress not saved: %s", type(exc).__name__)
+
+    async def _store_reply(
+        self, turn: ReplyState, outcome: Outcome | None, note: str | None
+    ) -> Turn:
+        """The final save: over the progress row when there is one, else a new turn."""
+        if turn.saving is not None:
+            with contextlib.suppress(Exception):
+                await turn.saving  # never two writers of one reply
+        if turn.reply_id is not None:
+            return await self.store.update_reply(
+                turn.owner,
+                turn.conv_id,
+                turn.reply_id,
+                turn.text,
+                outcome=outcome,
+                outcome_note=note,
+            )
+        return await self.store.append(
+            turn.owner,
+            turn.conv_id,
+            "assistant",
+            turn.text,
+            speaker=turn.speaker,
+            outcome=outcome,
+            outcome_note=note,
+        )
+
+    async def _save_reply(
+        self, turn: ReplyState, outcome: Outcome | None, note: str | None
+    ) -> bool:
+        """Store the reply with its outcome; with no text, a failed or stopped turn's outcome
+        goes on the question, so a reload still says why it has no answer."""
+        try:
+            if turn.text.strip():
+                reply = await self._store_reply(turn, outcome, note)
+                if reply.saved and turn.question_outcome is not None:
+                    await self._mark_question(turn, None, None)  # answered now
+                return reply.saved
+            if outcome is not None:
+                early = STOPPED_EARLY if outcome == "stopped" else note
+                await self._mark_question(turn, outcome, early)
+        except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
+            log.warning("reply not saved: %s", type(exc).__name__)
+        return False
+
+    async def _mark_question(
+        self, turn: ReplyState, outcome: Outcome | None, note: str | None
+    ) -> None:
+        if turn.question_id is not None:
+            await self.store.set_outcome(turn.owner, turn.conv_id, turn.question_id, outcome, note)
 
     # -- the other actions --------------------------------------------------------------
 
@@ -476,7 +485,7 @@ class ChatService:
         return await asyncio.shield(task)
 
     async def _record(
-        self, owner: str, conv_id: str, metrics: TurnMetrics, admission: _Admission
+        self, owner: str, conv_id: str, metrics: TurnMetrics, admission: Admission
     ) -> None:
         try:
             await self.store.record_metrics(owner, conv_id, metrics)
@@ -506,11 +515,11 @@ class ChatService:
 
     # -- helpers ------------------------------------------------------------------------
 
-    async def _admit(self, owner: str) -> _Admission:
+    async def _admit(self, owner: str) -> Admission:
         """Let a model call through the quota (fails closed), or raise QuotaExceeded."""
         if self.quota_per_hour is not None:
             await self._check_quota(owner, self.quota_per_hour)
-        return _Admission(owner, self._pending)
+        return Admission(owner, self._pending)
 
     async def _check_quota(self, owner: str, quota: int) -> None:
         try:

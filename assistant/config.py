@@ -10,6 +10,7 @@ MNEMO_HOST            address the app listens on              (0.0.0.0 on a Spac
 MNEMO_PORT            port the app listens on                          (7860)
 MNEMO_SECRET          secret for owner ids; unset = generated once in the data dir
 MNEMO_SHUTDOWN_GRACE  seconds a streaming reply may take to finish on SIGTERM     (5)
+MNEMO_DATABASE_URL    postgresql:// URL: memory shared by several replicas (unset: SQLite)
 """
 
 from __future__ import annotations
@@ -132,6 +133,23 @@ def admin_token(value: str | None = None) -> str | None:
     """The operator's API token for POST /api/v1/personas/refresh: argument, else
     $MNEMO_ADMIN_TOKEN, else None (then any user's token may refresh the built-ins)."""
     return value or _env("MNEMO_ADMIN_TOKEN")
+
+
+def database_url(url: str | None = None) -> str | None:
+    """Where memory lives when several replicas share it: argument, else $MNEMO_DATABASE_URL,
+    else None (SQLite in the data dir). Only postgresql:// and postgres:// URLs."""
+    value = url or _env("MNEMO_DATABASE_URL")
+    if value is None:
+        return None
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    if scheme not in ("postgresql", "postgres"):
+        # Never echo the value: it may hold a password.
+        raise ConfigError(
+            "MNEMO_DATABASE_URL must be a postgresql:// URL, for example "
+            "postgresql://user:password@host:5432/mnemo; unset it to keep memory in SQLite "
+            "in the data dir."
+        )
+    return value
 
 
 def select_model(

@@ -1,12 +1,13 @@
 """Fail-open: a chat that keeps answering when its memory fails (DESIGN.md, "The chat turn").
 
-`FailOpenStore` wraps a `ConversationStore` (or an opener that makes one, so a database that will
-not even open degrades too). What may degrade, and to what, is one table: `FALLBACKS` maps a
-store verb to the fallback it answers with when storage fails (`StorageUnavailable`) — an empty,
-degraded context, a "not saved" turn (id None), a status with `degraded=True` for the badge, an
-unsaved conversation to chat in. Every other verb passes through and raises: the user asked for a
-change that cannot be made (rename, delete, reset, undo), or a check must fail closed (the quota's
-`count_turn_requests`). Validation errors and `ConversationNotFound` always raise.
+`FailOpenStore` wraps a store (a `MemoryBackend`: SQLite or PostgreSQL), or an opener that makes
+one (so a database that will not even open degrades too). What may degrade, and to what, is one
+table: `FALLBACKS` maps a store verb to the fallback it answers with when storage fails
+(`StorageUnavailable`) — an empty, degraded context, a "not saved" turn (id None), a status with
+`degraded=True` for the badge, an unsaved conversation to chat in. Every other verb passes
+through and raises: the user asked for a change that cannot be made (rename, delete, reset,
+undo), or a check must fail closed (the quota's `count_turn_requests`). Validation errors and
+`ConversationNotFound` always raise.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any, Literal
 from memory import (
     ContextWindow,
     Conversation,
-    ConversationStore,
     Embedder,
+    MemoryBackend,
     MemoryPolicy,
     MemoryStatus,
     OwnerSettings,
@@ -35,12 +36,13 @@ from memory import (
     Turn,
     check_retention,
     clean_title,
+    open_store,
     validate_message,
 )
 
 log = logging.getLogger(__name__)
 
-Opener = Callable[[], Awaitable[ConversationStore]]
+Opener = Callable[[], Awaitable[MemoryBackend]]
 UNSAVED_PREFIX = "unsaved-"
 REOPEN_AFTER_S = 30.0  # after a failed open, wait this long before trying again
 
@@ -101,6 +103,8 @@ def _unsaved_turn(
     created_at: float | None = None,
     speaker: str | None = None,
     origin: str | None = None,
+    outcome: str | None = None,
+    outcome_note: str | None = None,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
     return Turn(
@@ -109,9 +113,11 @@ def _unsaved_turn(
         role=role,  # type: ignore[arg-type]
         content=content,
         created_at=time.time() if created_at is None else created_at,
-        incomplete=incomplete,
+        incomplete=incomplete or outcome is not None,
         speaker=speaker,
         origin=origin,  # type: ignore[arg-type]
+        outcome=outcome,  # type: ignore[arg-type]
+        outcome_note=outcome_note,
     )
 
 
@@ -148,6 +154,8 @@ FALLBACKS: dict[str, Degrade] = {
     "create_conversation": Degrade("write", _unsaved_conversation),
     "context": Degrade("read", _empty_context, per_conversation=True),
     "append": Degrade("write", _unsaved_turn, per_conversation=True),
+    # The note stays on screen only; the reply itself never depended on it.
+    "set_outcome": Degrade("write", _constant(None), per_conversation=True),
     "status": Degrade(
         "read",
         _empty_status,
@@ -171,19 +179,19 @@ FALLBACKS: dict[str, Degrade] = {
 
 
 class FailOpenStore:
-    """Wraps a ConversationStore, or an opener that makes one, so storage failures degrade as
+    """Wraps a store, or an opener that makes one, so storage failures degrade as
     `FALLBACKS` says. Has every verb of the store; `degraded` says whether one failed lately."""
 
     def __init__(
         self,
-        store_or_opener: ConversationStore | Opener,
+        store_or_opener: MemoryBackend | Opener,
         *,
         policy: MemoryPolicy | None = None,
         reopen_after: float = REOPEN_AFTER_S,
         monotonic: Callable[[], float] = time.monotonic,
     ):
-        if isinstance(store_or_opener, ConversationStore):
-            self._store: ConversationStore | None = store_or_opener
+        if isinstance(store_or_opener, MemoryBackend):
+            self._store: MemoryBackend | None = store_or_opener
             self._opener: Opener | None = None
             self.policy = store_or_opener.policy
         else:
@@ -199,15 +207,23 @@ class FailOpenStore:
     @classmethod
     async def open(
         cls,
-        path: str | os.PathLike[str],
+        target: str | os.PathLike[str],
         policy: MemoryPolicy | None = None,
         summarizer: Summarizer | None = None,
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
     ) -> FailOpenStore:
-        """Like ConversationStore.open, but never raises: a database that cannot be opened
-        leaves the store degraded, and it tries again later."""
-        opener = partial(ConversationStore.open, path, policy, summarizer, clock, embedder)
+        """Like `memory.open_store(target)` (a data dir, a .db file or a postgresql:// URL),
+        but never raises StorageUnavailable: a database that cannot be opened leaves the store
+        degraded, and it tries again later."""
+        opener = partial(
+            open_store,
+            target,
+            policy=policy,
+            summarizer=summarizer,
+            clock=clock,
+            embedder=embedder,
+        )
         wrapper = cls(opener, policy=policy)
         with contextlib.suppress(StorageUnavailable):
             await wrapper._get()
@@ -219,11 +235,11 @@ class FailOpenStore:
         return bool(self._failing)
 
     @property
-    def store(self) -> ConversationStore | None:
+    def store(self) -> MemoryBackend | None:
         """The underlying store, or None while the database cannot be opened."""
         return self._store
 
-    async def _get(self) -> ConversationStore:
+    async def _get(self) -> MemoryBackend:
         if self._store is not None:
             return self._store
         assert self._opener is not None
@@ -245,7 +261,7 @@ class FailOpenStore:
     def __getattr__(self, verb: str) -> Callable[..., Awaitable[Any]]:
         # Only the store's async verbs are forwarded; anything else is a typo, not a verb.
         if verb.startswith("_") or not inspect.iscoroutinefunction(
-            getattr(ConversationStore, verb, None)
+            getattr(MemoryBackend, verb, None)
         ):
             raise AttributeError(f"FailOpenStore has no verb {verb!r}")
         rule = FALLBACKS.get(verb)

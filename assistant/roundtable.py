@@ -49,13 +49,13 @@ from .chat import (
     Delta,
     Done,
     _Persona,
-    _Turn,
     check_message,
     compose_system,
     is_reset_command,
 )
 from .errors import NothingToRetry, RoundtableUnavailable, StorageError
 from .models import Message
+from .turn_state import ReplyState
 
 ROUNDTABLE_PREFIX = "roundtable:"
 EARLIER_HEADER = "What the board said so far this turn, in speaking order:"
@@ -391,7 +391,7 @@ class RoundtableRunner:
         ]
         admission = await self.service._admit(owner)  # every model call counts to the quota
         try:
-            turn = _Turn(owner, conv_id, admission, speaker=speaker.persona_id)
+            turn = ReplyState(owner, conv_id, admission, speaker=speaker.persona_id)
             chosen = _Persona(
                 speaker.persona_id,
                 board.versions[speaker.persona_id],

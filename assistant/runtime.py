@@ -1,8 +1,9 @@
 """The composition root: data dir, store, persona registry, model, chat service and the
 `Conversations` facade, built once per app (the UI and the API share one Runtime).
 
-The store is opened lazily, on the first call, because aiosqlite must be used from the event
-loop that serves the app (Gradio's), not the one that built the Blocks.
+The store is opened lazily, on the first call, because aiosqlite (and psycopg's async pool)
+must be used from the event loop that serves the app (Gradio's), not the one that built the
+Blocks. The store is SQLite in the data dir, or PostgreSQL when MNEMO_DATABASE_URL is set.
 
 `drain()` is the graceful half of stopping the app (SIGTERM, Ctrl-C; api/server.py runs it
 once it has stopped listening): no new reply starts, replies streaming get a grace period to
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from personas import PersonaRegistry, RoundtableRegistry
+from personas.postgres import PostgresVersions
 
 from . import config
 from .chat import ChatService
@@ -57,11 +59,23 @@ class Runtime:
         model: ChatModel | None = None,
         quota_per_hour: int | str | None = None,
         embedder: Embedder | str | None = "default",
+        database_url: str | None = None,
     ) -> None:
         self.data_dir: Path = config.data_dir(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.registry = PersonaRegistry(data_dir=self.data_dir)
-        self.roundtables = RoundtableRegistry(data_dir=self.data_dir)
+        # With a database URL, everything replicas share lives there: conversations, metrics
+        # (so the quota), and saved persona versions. The browser secret comes from
+        # MNEMO_SECRET (see ui/sessions.py).
+        self.database_url = config.database_url(database_url)
+        versions = roundtable_versions = None
+        if self.database_url:
+            # Roundtables reuse the persona storage, in a namespace of their own.
+            versions = PostgresVersions(self.database_url)
+            roundtable_versions = PostgresVersions(
+                self.database_url, namespace=RoundtableRegistry.folder
+            )
+        self.registry = PersonaRegistry(data_dir=self.data_dir, versions=versions)
+        self.roundtables = RoundtableRegistry(data_dir=self.data_dir, versions=roundtable_versions)
         self.model = model if model is not None else config.select_model()
         self.quota_per_hour = config.quota_per_hour(quota_per_hour)
         # Recall by meaning as well as words: wordllama unless MNEMO_EMBEDDER says otherwise;
@@ -92,7 +106,7 @@ class Runtime:
                     # Fail open from the start: an unreadable database leaves the app
                     # answering without memory (the badge says so) and is retried later.
                     self._store = await FailOpenStore.open(
-                        self.data_dir,
+                        self.database_url or self.data_dir,
                         summarizer=summarizer_for(self.model),
                         embedder=self.embedder,
                     )

@@ -56,11 +56,12 @@ class Imported:
 
 class MemoryControls:
     """Mixed into `Conversations`: needs `self.service`, `self.store`, `self.registry`,
-    `self._personas()` and the facade's `user_errors`."""
+    `self.roundtable_registry`, `self._personas()` and the facade's `user_errors`."""
 
     service: ChatService
     store: Any
     registry: Any
+    roundtable_registry: Any
     _personas: Any  # Conversations._personas: a registry call in a thread
 
     async def memory(
@@ -207,10 +208,11 @@ class MemoryControls:
 
     async def delete_everything(self, owner: str) -> int:
         """Delete all of the owner's data: conversations, messages, summaries, pins, settings
-        and saved personas. Returns how many conversations went."""
+        and saved personas and roundtables. Returns how many conversations went."""
         with _user_errors("delete your data"):
             removed = await self.store.delete_owner(owner)
             await asyncio.to_thread(self.registry.forget_owner, owner)
+            await asyncio.to_thread(self.roundtable_registry.forget_owner, owner)
         return removed
 
 

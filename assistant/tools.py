@@ -193,6 +193,33 @@ class Toolbox:
         return ToolCall("today", {}, "ok", result, note_for("today", {}, "ok", said))
 
 
+async def search_messages(
+    store: Any, owner: str, query: str, leave_out: str | None = None
+) -> list[dict[str, str]]:
+    """The owner's messages matching `query`, newest first, except those of the conversation
+    `leave_out`, as the search_memory tool returns them."""
+    hits = await store.search(owner, query, limit=20, mark=("", ""))
+    return [
+        {
+            "conversation": h.conversation_title or "Untitled",
+            "role": h.role,
+            "snippet": h.snippet,
+            "date": dt.datetime.fromtimestamp(h.created_at, dt.UTC).strftime("%Y-%m-%d"),
+        }
+        for h in hits
+        if h.conversation_id != leave_out
+    ]
+
+
+async def save_note(store: Any, owner: str, conv_id: str, note: str) -> None:
+    """Store a tool call's note on the user's side of the history; a failure leaves it on
+    screen only (the turn goes on)."""
+    try:
+        await store.append(owner, conv_id, "user", note, origin="tool")
+    except MemoryStoreError as exc:
+        log.warning("tool note not saved: %s", type(exc).__name__)
+
+
 _HANDLERS: dict[str, Callable[[Toolbox, dict[str, Any]], Awaitable[ToolCall]]] = {
     "remember": Toolbox._remember,
     "search_memory": Toolbox._search_memory,

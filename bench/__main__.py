@@ -24,6 +24,7 @@ BENCHMARKS = (
     "long_memory",
     "footprint",
     "api_load",
+    "scale_out",
 )
 
 

@@ -1,7 +1,8 @@
 """Export and import: a user's conversations as one JSON document, and deleting an owner.
 
 The document (`FORMAT`, version 1) holds, per conversation, every turn in order with its
-timestamp and flags (compacted, incomplete, origin), each summary with the turns it covers
+timestamp and flags (compacted, incomplete, origin, speaker, and how it ended: outcome and
+outcome_note), each summary with the turns it covers
 (as positions in that list, since ids are this database's), the pinned facts, and the persona
 (id and version; the assistant adds a `snapshot` of the persona itself, which memory keeps
 opaque); and the owner's "about me" facts. Importing recreates the rows exactly, so the next
@@ -26,7 +27,14 @@ from .connection import Connections
 from .errors import ArchiveRefused, InvalidInput, PinRefused
 from .policy import MemoryPolicy
 from .records import Conversation, Turn
-from .validation import MAX_MESSAGE_CHARS, check_owner, check_retention, clean_title
+from .validation import (
+    MAX_MESSAGE_CHARS,
+    OUTCOMES,
+    check_outcome,
+    check_owner,
+    check_retention,
+    clean_title,
+)
 
 FORMAT = "mnemo-export"
 VERSION = 1
@@ -45,6 +53,8 @@ class ArchivedTurn:
     incomplete: bool = False
     origin: str | None = None
     speaker: str | None = None  # the persona that wrote a roundtable reply
+    outcome: str | None = None  # how it ended when not as planned (then it is incomplete)
+    outcome_note: str | None = None
     covers: tuple[int, int, int] | None = None  # a summary: (from position, to position, count)
 
 
@@ -76,7 +86,7 @@ def _turn_document(turn: Turn, position: dict[int, int]) -> dict[str, Any]:
     for flag in ("compacted", "incomplete"):
         if getattr(turn, flag):
             doc[flag] = True
-    for label in ("origin", "speaker"):
+    for label in ("origin", "speaker", "outcome", "outcome_note"):
         if getattr(turn, label):
             doc[label] = getattr(turn, label)
     if turn.is_summary:
@@ -280,7 +290,8 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
     turn = check.obj(
         value,
         where,
-        {"role", "content", "created_at", "compacted", "incomplete", "origin", "speaker", "covers"},
+        {"role", "content", "created_at", "compacted", "incomplete", "origin", "speaker"}
+        | {"outcome", "outcome_note", "covers"},
         {"role", "content", "created_at"},
     )
     role = turn["role"]
@@ -294,6 +305,7 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
         check.fail(f"{where}.speaker", f"is {speaker!r}; only a reply names its speaker")
     if speaker is not None and not 1 <= len(speaker) <= 80:
         check.fail(f"{where}.speaker", "is not a persona id (1-80 characters)")
+    outcome, outcome_note = _parse_outcome(check, turn, where)
     covers = None
     if role == "summary":
         doc = check.obj(
@@ -309,6 +321,8 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
         if before and "summary" in (before[first].role, before[last].role):
             check.fail(f"{where}.covers", "points at a summary, not a message")
         covers = (first, last, count)
+        if outcome is not None:
+            check.fail(f"{where}.outcome", "belongs only to a message, not a summary")
     elif "covers" in turn:
         check.fail(f"{where}.covers", "belongs only to a summary")
     return ArchivedTurn(
@@ -316,11 +330,23 @@ def _parse_turn(check: _Check, value: Any, where: str, before: list[ArchivedTurn
         content=check.text(turn["content"], f"{where}.content", MAX_MESSAGE_CHARS),
         created_at=check.time(turn["created_at"], f"{where}.created_at"),
         compacted=check.flag(turn.get("compacted", False), f"{where}.compacted"),
-        incomplete=check.flag(turn.get("incomplete", False), f"{where}.incomplete"),
+        incomplete=check.flag(turn.get("incomplete", False), f"{where}.incomplete")
+        or outcome is not None,
         origin=origin,
         speaker=speaker,
+        outcome=outcome,
+        outcome_note=outcome_note,
         covers=covers,
     )
+
+
+def _parse_outcome(check: _Check, turn: dict, where: str) -> tuple[str | None, str | None]:
+    outcome, note = turn.get("outcome"), turn.get("outcome_note")
+    if outcome is not None and outcome not in OUTCOMES:
+        check.fail(f"{where}.outcome", f"is {outcome!r}; use failed, stopped or incomplete")
+    if note is not None and (outcome is None or not isinstance(note, str)):
+        check.fail(f"{where}.outcome_note", "is not a text explaining the message's outcome")
+    return outcome, check_outcome(outcome, note)
 
 
 def _parse_pin(check: _Check, value: Any, where: str) -> tuple[str, float]:
@@ -422,6 +448,8 @@ async def _import_conversation(
                 *covers,
                 turn.origin,
                 turn.speaker,
+                turn.outcome,
+                turn.outcome_note,
             ),
         )
         ids.append(cursor.lastrowid)

@@ -1,7 +1,7 @@
 """The seam for a second storage backend: what every store offers, and one way to open one.
 
 `MemoryBackend` lists the verbs the assistant calls on a store; `ConversationStore` (SQLite)
-is the first implementation, and a PostgreSQL one (memory/postgres/) is the second. A backend
+is the first implementation, `PostgresStore` (memory/postgres/) the second. A backend
 reuses memory's pure parts (validation, context assembly, rendering) and owns only its
 storage. `open_store()` picks the backend from a path or URL.
 """
@@ -24,6 +24,7 @@ from .records import (
     MemoryStatus,
     MetricsRow,
     Origin,
+    Outcome,
     OwnerSettings,
     PinnedFact,
     ResetResult,
@@ -83,6 +84,28 @@ class MemoryBackend(Protocol):
         created_at: float | None = None,
         speaker: str | None = None,
         origin: Origin | None = None,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
+    ) -> Turn: ...
+
+    async def set_outcome(
+        self,
+        owner: str,
+        conv_id: str,
+        turn_id: int,
+        outcome: Outcome | None,
+        note: str | None = None,
+    ) -> None: ...
+
+    async def update_reply(
+        self,
+        owner: str,
+        conv_id: str,
+        turn_id: int,
+        content: str,
+        *,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
     ) -> Turn: ...
 
     async def import_conversation(
@@ -202,10 +225,11 @@ async def open_store(target: str | os.PathLike[str], **kwargs: object) -> Memory
     if scheme == "sqlite":
         return await ConversationStore.open(sqlite_path(target), **kwargs)  # type: ignore[arg-type]
     if scheme in POSTGRES_SCHEMES:
-        raise UnsupportedStore(
-            "PostgreSQL storage is not available in this version of Mnemo yet. Use a SQLite "
-            "path or a sqlite:///path URL (for example sqlite:///data/mnemo.db) for now."
-        )
+        # Imported here: psycopg loads only for a PostgreSQL URL.
+        from .postgres import PostgresStore
+
+        # libpq reads only the lower-case scheme.
+        return await PostgresStore.open("postgresql" + target[len(scheme) :], **kwargs)  # type: ignore[arg-type]
     raise UnsupportedStore(
         f"Storage URL scheme {scheme!r} is not supported; use a directory, a .db file, "
         "sqlite:///path or postgresql://user@host/dbname."

@@ -72,6 +72,19 @@ async def summarize(
     if fold is None:
         return False
     started = time.perf_counter()
+    text = await write_summary(summarizer, fold, policy, conv_id)
+    if text is None or not await commit_summary(db, clock, owner, conv_id, fold, text):
+        return False
+    log_fold(conv_id, fold, text, started)
+    return True
+
+
+async def write_summary(
+    summarizer: Summarizer, fold: Fold, policy: MemoryPolicy, conv_id: str
+) -> str | None:
+    """The summarizer's text for `fold`, stripped and capped; None (logged) when it raised
+    or returned nothing, so nothing is compacted and a later call retries. Every backend
+    calls this outside any transaction."""
     try:
         text = await summarizer.summarize(
             fold.previous.content if fold.previous else None, fold.turns, policy.summary_chars
@@ -83,13 +96,15 @@ async def summarize(
             conv_id,
             exc_info=True,
         )
-        return False
+        return None
     text = (text or "").strip()[: policy.summary_chars]
     if not text:
         log.warning("Summarizer returned an empty summary for %s; not compacting", conv_id)
-        return False
-    if not await commit_summary(db, clock, owner, conv_id, fold, text):
-        return False
+        return None
+    return text
+
+
+def log_fold(conv_id: str, fold: Fold, text: str, started: float) -> None:
     log.info(
         "Summarized %d turns of %s into %d chars in %.0f ms",
         len(fold.turns),
@@ -97,7 +112,6 @@ async def summarize(
         len(text),
         (time.perf_counter() - started) * 1000,
     )
-    return True
 
 
 async def read_fold(

@@ -28,7 +28,7 @@ import aiosqlite
 from .errors import StorageUnavailable
 from .migrations import migrate
 from .recall import RECALL_TEXT_FUNCTION, bigram_text, conversation_key, owner_key, recall_text
-from .sql import INDEX_TURN_TRIGGER
+from .sql import INDEX_TURN_TRIGGER, REINDEX_TURN_TRIGGER
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ async def index_turns(db: aiosqlite.Connection) -> None:
     ):
         await db.create_function(name, 1, fn, deterministic=True)
     await db.execute(INDEX_TURN_TRIGGER)
+    await db.execute(REINDEX_TURN_TRIGGER)
 
 
 class Connections:

@@ -37,9 +37,9 @@ async def write_conversation(
         sql.INSERT_CONVERSATION,
         (conv_id, owner, title, persona_id, persona_version, None, started, now, None),
     )
-    # An imported message has no roundtable speaker and no origin (the last two columns, NULL).
+    # An imported message has no roundtable speaker, origin or outcome (the last columns, NULL).
     await db.executemany(
-        sql.INSERT_TURN, [(conv_id, r, c, when, 0, None, None) for r, c, when in rows]
+        sql.INSERT_TURN, [(conv_id, r, c, when, 0, None, None, None, None) for r, c, when in rows]
     )
     ids = [r[0] for r in await db.execute_fetchall(sql.TURN_IDS, (conv_id,))]
     await db.executemany(

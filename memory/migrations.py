@@ -328,6 +328,23 @@ async def m009_memory_steering(db: aiosqlite.Connection) -> None:
     )
 
 
+@migration
+async def m011_turn_outcomes(db: aiosqlite.Connection) -> None:
+    # How a turn ended when not as planned, and why in the words the chat showed, so a reload
+    # shows the same note: "failed" (on a user message nobody answered, or a reply that broke
+    # off), "stopped", "incomplete" (cut at a limit, or still streaming when the process died).
+    # NULL: a normal message. (m009 and m010 are reserved for work in progress.)
+    await _run(
+        db,
+        "ALTER TABLE turns ADD COLUMN outcome TEXT "
+        "CHECK (outcome IS NULL OR outcome IN ('failed', 'stopped', 'incomplete'))",
+        "ALTER TABLE turns ADD COLUMN outcome_note TEXT "
+        "CHECK (outcome_note IS NULL OR length(outcome_note) <= 1000)",
+        # Replies saved incomplete before this migration: stopped or broken off, reason unknown.
+        "UPDATE turns SET outcome = 'incomplete' WHERE incomplete = 1",
+    )
+
+
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:
     rows = await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_mnemo_migrations'"

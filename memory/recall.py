@@ -105,6 +105,17 @@ def lone_cjk(text: str) -> list[str]:
     return list(dict.fromkeys(run for run in runs if len(run) == 1))[:MAX_QUERY_TERMS]
 
 
+def searchable_terms(text: str) -> Iterator[str]:
+    """What the indexes hold for `text`: every searchable word (lowercased) and CJK bigram, in
+    order, repeats kept. Queries are made of the same terms (query_terms)."""
+    return _bigram_terms(text)
+
+
+def is_cjk(term: str) -> bool:
+    """True for a CJK term (a bigram of Han, kana or Hangul), False for a word."""
+    return _CJK_RUN.fullmatch(term) is not None
+
+
 def query_terms(text: str, mode: str = "bigram") -> list[str]:
     """The searchable words of `text`, lowercased and de-duplicated, in order of appearance.
 
@@ -224,6 +235,19 @@ def term_matcher(terms: list[str]) -> Callable[[str], tuple[str, ...]]:
         return tuple(t for t in terms if (t in content if t in cjk else stems[t] in found))
 
     return find
+
+
+def matching_conversations(
+    conversations: list, hit_conversation_ids: set[str], terms: list[str], limit: int
+) -> list:
+    """For a sidebar search: the conversations (newest activity first) that have a matching
+    message (`hit_conversation_ids`) or whose title matches `terms`, at most `limit`."""
+    pattern = term_pattern(terms)
+    return [
+        c
+        for c in conversations
+        if c.id in hit_conversation_ids or (c.title and pattern and pattern.search(c.title))
+    ][:limit]
 
 
 def matched_terms(terms: list[str], content: str) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+Outcome = Literal["failed", "stopped", "incomplete"]
 Role = Literal["user", "assistant", "summary"]
 Origin = Literal["edited", "tool"]
 MetricsStatus = Literal["ok", "error", "stopped", "refused"]
@@ -55,6 +56,12 @@ class Turn:
     def labelled(self) -> str:
         """The content as the model reads it back: a roundtable reply names its speaker."""
         return f"[{self.speaker}] {self.content}" if self.speaker else self.content
+
+    # How the turn ended when not as planned: "failed" (a user message with no reply, or a
+    # reply that broke off), "stopped" or "incomplete"; `outcome_note` says why in the words
+    # the chat showed. None: a normal message.
+    outcome: Outcome | None = None
+    outcome_note: str | None = None
 
     @property
     def edited(self) -> bool:

@@ -16,9 +16,9 @@ CONVERSATION_COLUMNS = (
 )
 TURN_COLUMNS = (
     "id, conversation_id, role, content, created_at, is_summary, compacted, covers_from_id, "
-    "covers_to_id, covers_count, incomplete, speaker, origin"
+    "covers_to_id, covers_count, incomplete, speaker, origin, outcome, outcome_note"
 )
-TURN_WIDTH = 13  # columns in TURN_COLUMNS
+TURN_WIDTH = 15  # columns in TURN_COLUMNS
 _TURN_COLUMNS_T = ", ".join("t." + c.strip() for c in TURN_COLUMNS.split(","))
 _TURN_COLUMNS_N = ", ".join("n." + c.strip() for c in TURN_COLUMNS.split(","))
 _VISIBLE = "(expires_at IS NULL OR expires_at > ?)"  # not past its retention
@@ -59,8 +59,14 @@ APPEND_COUNTERS = (
     f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
 )
 INSERT_TURN = (
-    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, origin) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
+    "origin, outcome, outcome_note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# A turn's outcome (a user message nobody answered; a retry clears it): params outcome, note,
+# incomplete, turn id, conversation id.
+SET_OUTCOME = (
+    "UPDATE turns SET outcome = ?, outcome_note = ?, incomplete = ? "
+    "WHERE id = ? AND conversation_id = ? AND is_summary = 0 RETURNING 1"
 )
 TURN_IDS = "SELECT id FROM turns WHERE conversation_id = ? ORDER BY id"
 # An import: the conversation's counters set once for all its turns.
@@ -102,7 +108,7 @@ def delete_turns(count: int) -> str:
 
 # -- context: one statement --------------------------------------------------------------
 
-# Every row of a context statement is (kind, 12 turn columns, rank, of): the conversation row
+# Every row of a context statement is (kind, 15 turn columns, rank, of): the conversation row
 # carries only its counters (message_count, active_count); a hit its FTS5 rank (NULL for a
 # hit found by meaning); the turn after / before a hit names the hit in `of`; a vector row
 # is (kind, turn id, NULL, NULL, vector, NULL ...); a pinned fact's row carries
@@ -241,6 +247,35 @@ INDEX_TURN_TRIGGER = (
     "END"
 )
 
+# A reply saved while it streams is rewritten in place: the writer moves both FTS entries
+# with it (the old text leaves the indexes, the new one enters) inside the UPDATE itself.
+REINDEX_TURN_TRIGGER = (
+    "CREATE TEMP TRIGGER reindex_turn AFTER UPDATE OF content ON main.turns BEGIN "
+    "DELETE FROM turns_fts WHERE rowid = old.id; "
+    "INSERT INTO recall_fts (recall_fts, rowid, body) VALUES ('delete', old.id, "
+    f"{RECALL_TEXT_FUNCTION}(old.conversation_id, old.content)); "
+    "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (new.id, "
+    "mnemo_bigram_text(new.content), "
+    "mnemo_owner_key((SELECT owner FROM conversations WHERE id = new.conversation_id)), "
+    "mnemo_conversation_key(new.conversation_id)); "
+    "INSERT INTO recall_fts (rowid, body) VALUES (new.id, "
+    f"{RECALL_TEXT_FUNCTION}(new.conversation_id, new.content)); "
+    "END"
+)
+# A streaming reply's progress: the counters take the new length (the visibility check too),
+# then the turn its text and outcome. Only a live reply is rewritten, never a summary or a
+# folded turn.
+REPLY_COUNTERS = (
+    "UPDATE conversations SET chars = chars + ? - coalesce((SELECT length(content) FROM turns "
+    "WHERE id = ? AND conversation_id = ?), ?), last_active_at = ? "
+    f"WHERE id = ? AND owner = ? AND {_VISIBLE} RETURNING 1"
+)
+UPDATE_REPLY = (
+    "UPDATE turns SET content = ?, outcome = ?, outcome_note = ?, incomplete = ? "
+    "WHERE id = ? AND conversation_id = ? AND role = 'assistant' AND compacted = 0 "
+    "RETURNING created_at"
+)
+
 # -- compaction -------------------------------------------------------------------------
 
 OLDEST_ACTIVE = (
@@ -357,8 +392,8 @@ SUMMARY_WRITTEN = "UPDATE conversations SET summary_count = summary_count + 1 WH
 ALL_TURNS = f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = ? ORDER BY id"
 INSERT_IMPORTED_TURN = (
     "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, compacted, "
-    "incomplete, covers_from_id, covers_to_id, covers_count, origin, speaker) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "incomplete, covers_from_id, covers_to_id, covers_count, origin, speaker, outcome, "
+    "outcome_note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 ARCHIVE_COUNTERS = (
     "UPDATE conversations SET message_count = ?, active_count = ?, chars = ?, "
@@ -404,6 +439,8 @@ def turn_from_row(row: tuple) -> Turn:
         incomplete=bool(row[10]),
         speaker=row[11],
         origin=row[12],
+        outcome=row[13],
+        outcome_note=row[14],
     )
 
 

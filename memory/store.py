@@ -40,11 +40,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import astuple, replace
+from dataclasses import astuple
 
 import aiosqlite
 
@@ -53,41 +52,44 @@ from .connection import Connections
 from .errors import (
     NOT_FOUND_MESSAGE,
     ConversationNotFound,
-    InvalidInput,
     InvalidRole,
     StorageUnavailable,
-    TokenNotFound,
-    TooManyTokens,
 )
 from .policy import MemoryPolicy, database_path
 from .reading import read_context, read_search
 from .recall import (
     lone_cjk,
+    matching_conversations,
     query_terms,
     snippet,
-    term_pattern,
 )
 from .records import (
-    ApiToken,
     ContextWindow,
     Conversation,
     MemoryStatus,
     Origin,
+    Outcome,
     ResetResult,
     SearchHit,
     Turn,
     TurnMetrics,
 )
+from .replies import ReplyStore
 from .steering import SteeringVerbs
 from .summarize import ExtractiveSummarizer, Summarizer
+from .token_store import (  # noqa: F401 (re-exported: tests import them from here)
+    MAX_TOKENS_PER_OWNER,
+    TOKEN_TOUCH_EVERY_S,
+    TokenStore,
+)
 from .validation import (
     MAX_MESSAGE_CHARS,
     check_created_at,
     check_import,
+    check_outcome,
     check_owner,
     check_retention,
     clean_title,
-    clean_token_name,
     make_title,
     validate_message,
 )
@@ -95,13 +97,8 @@ from .vectors import Embedder, embed_packed
 
 log = logging.getLogger(__name__)
 
-MAX_TOKENS_PER_OWNER = 20  # active API tokens per owner
-MAX_TOKENS_LISTED = 100
-TOKEN_TOUCH_EVERY_S = 60.0  # how often a token's last use is written
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
-
-class ConversationStore(SteeringVerbs):
+class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
     """Owns the Mnemo database: conversations, turns, summaries, metrics."""
 
     def __init__(
@@ -252,13 +249,18 @@ class ConversationStore(SteeringVerbs):
         created_at: float | None = None,
         speaker: str | None = None,
         origin: Origin | None = None,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
     ) -> Turn:
-        """Save a message (first user message titles an untitled conversation); `created_at`
-        dates one written elsewhere; `speaker`: a roundtable reply's persona; `origin="tool"`:
-        a tool note (a user turn)."""
+        """Save a message (a first user message titles the conversation); `created_at` (epoch
+        seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
+        `origin="tool"`: a tool note (a user turn); `outcome` and its note say how a reply
+        ended when not as planned (then incomplete)."""
         validate_message(role, content, speaker)
         if origin is not None and (origin, role) != ("tool", "user"):
             raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
+        outcome_note = check_outcome(outcome, outcome_note)
+        incomplete = incomplete or outcome is not None
         now = self._clock()
         when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" and origin is None else None
@@ -274,13 +276,25 @@ class ConversationStore(SteeringVerbs):
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             # The writer's index_turn trigger adds it to both FTS indexes in this statement.
             cursor = await db.execute(
-                sql.INSERT_TURN, (conv_id, role, content, when, int(incomplete), speaker, origin)
+                sql.INSERT_TURN,
+                (
+                    conv_id,
+                    role,
+                    content,
+                    when,
+                    int(incomplete),
+                    speaker,
+                    origin,
+                    outcome,
+                    outcome_note,
+                ),
             )
             turn_id = cursor.lastrowid
             if vector is not None:
                 await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
         await self._maybe_purge()
         flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
+        flags |= {"outcome": outcome, "outcome_note": outcome_note}
         return Turn(turn_id, conv_id, role, content, when, **flags)  # type: ignore[arg-type]
 
     async def import_conversation(
@@ -446,14 +460,9 @@ class ConversationStore(SteeringVerbs):
         terms = query_terms(text[:MAX_MESSAGE_CHARS])
         if not terms or limit <= 0:
             return []
-        hits = await self.search(owner, text, limit=200)
-        with_messages = {h.conversation_id for h in hits}
-        pattern = term_pattern(terms)
-        return [
-            c
-            for c in await self.list_conversations(owner, limit=1000)
-            if c.id in with_messages or (c.title and pattern and pattern.search(c.title))
-        ][:limit]
+        hits = {h.conversation_id for h in await self.search(owner, text, limit=200)}
+        conversations = await self.list_conversations(owner, limit=1000)
+        return matching_conversations(conversations, hits, terms, limit)
 
     async def status(self, owner: str, conv_id: str) -> MemoryStatus:
         """What the memory badge shows."""
@@ -518,54 +527,6 @@ class ConversationStore(SteeringVerbs):
         """How many model calls the owner made since `since` (epoch seconds): the quota count."""
         rows = await self._db.read_one(sql.COUNT_TURN_REQUESTS, (owner, since))
         return rows[0][0]
-
-    # -- API tokens ---------------------------------------------------------------------
-
-    async def add_token(self, owner: str, name: str, token_hash: str, hint: str) -> ApiToken:
-        """Record a new API token by its SHA-256 (hex); the token itself is never stored."""
-        check_owner(owner)
-        name = clean_token_name(name)
-        if not _SHA256_HEX.fullmatch(token_hash or ""):
-            raise InvalidInput("token_hash must be the 64-character hex SHA-256 of the token.")
-        now = self._clock()
-        token_id = "tok_" + secrets.token_urlsafe(9)
-        async with self._db.write() as db:
-            rows = await db.execute_fetchall(sql.COUNT_ACTIVE_TOKENS, (owner,))
-            if rows[0][0] >= MAX_TOKENS_PER_OWNER:
-                raise TooManyTokens(
-                    f"You already have {MAX_TOKENS_PER_OWNER} API tokens. Revoke one you no "
-                    "longer use, then create the new one."
-                )
-            await db.execute(sql.INSERT_TOKEN, (token_id, owner, name, hint[-4:], now, token_hash))
-        return ApiToken(token_id, owner, name, hint[-4:], now, None, None)
-
-    async def list_tokens(self, owner: str) -> list[ApiToken]:
-        """The owner's API tokens, newest first, revoked ones included (they say when)."""
-        rows = await self._db.read_one(sql.LIST_TOKENS, (owner, MAX_TOKENS_LISTED))
-        return [ApiToken(*r) for r in rows]
-
-    async def revoke_token(self, owner: str, token_id: str) -> ApiToken:
-        """Revoke one of the owner's tokens at once; revoking twice keeps the first time."""
-        async with self._db.write() as db:
-            await db.execute(sql.REVOKE_TOKEN, (self._clock(), token_id, owner))
-            rows = await db.execute_fetchall(sql.OWNED_TOKEN, (token_id, owner))
-        if not rows:
-            raise TokenNotFound("That API token does not exist. Refresh the list of tokens.")
-        return ApiToken(*rows[0])
-
-    async def token_by_hash(self, token_hash: str) -> ApiToken | None:
-        """The active token with this SHA-256, or None. Marks it used (at most once a
-        minute, so a busy client does not turn every request into a write)."""
-        rows = await self._db.read_one(sql.ACTIVE_TOKEN_BY_HASH, (token_hash,))
-        if not rows:
-            return None
-        token = ApiToken(*rows[0])
-        now = self._clock()
-        if token.last_used_at is None or now - token.last_used_at >= TOKEN_TOUCH_EVERY_S:
-            async with self._db.write() as db:
-                await db.execute(sql.TOUCH_TOKEN, (now, token.id))
-            token = replace(token, last_used_at=now)
-        return token
 
     # -- retention ----------------------------------------------------------------------
 

@@ -99,6 +99,29 @@ def clean_token_name(name: str) -> str:
 
 
 # A message dated a little ahead of our clock is another machine's skew; further is a mistake.
+OUTCOMES = ("failed", "stopped", "incomplete")
+MAX_OUTCOME_NOTE_CHARS = 1000
+
+
+def check_outcome(outcome: str | None, note: str | None) -> str | None:
+    """The note to store with `outcome` (None for a normal turn, which has no note), or
+    InvalidInput. A note longer than the column allows is clipped: it is an explanation."""
+    if outcome is None:
+        if note is not None:
+            raise InvalidInput("outcome_note needs an outcome: failed, stopped or incomplete.")
+        return None
+    if outcome not in OUTCOMES:
+        raise InvalidInput(
+            f"outcome must be 'failed', 'stopped' or 'incomplete' (or None), not {outcome!r}."
+        )
+    if note is not None and not isinstance(note, str):
+        raise InvalidInput("outcome_note must be text.")
+    note = (note or "").strip()
+    if len(note) > MAX_OUTCOME_NOTE_CHARS:
+        note = note[: MAX_OUTCOME_NOTE_CHARS - 1] + "…"
+    return note or None
+
+
 CLOCK_SKEW_S = 300.0
 MAX_IMPORT_MESSAGES = 100_000
 

@@ -6,7 +6,14 @@ prompt = build_system_prompt(reg.get(owner, "assistant").persona)
 """
 
 from .compose import build_system_prompt, fill_placeholders, render_greeting
-from .errors import InvalidPersona, PersonaError, PersonaLimitReached, PersonaNotFound, Problem
+from .errors import (
+    InvalidPersona,
+    PersonaError,
+    PersonaLimitReached,
+    PersonaNotFound,
+    PersonaStoreUnavailable,
+    Problem,
+)
 from .form import FORM_FIELDS, FormValues, MergedForm, apply_form, form_values
 from .loader import (
     MAX_DOCUMENT_BYTES,
@@ -46,6 +53,7 @@ __all__ = [
     "PersonaLimitReached",
     "PersonaNotFound",
     "PersonaRegistry",
+    "PersonaStoreUnavailable",
     "PersonaVersion",
     "Problem",
     "Roundtable",

@@ -38,5 +38,9 @@ class PersonaNotFound(PersonaError):
     """No persona (or no such version of it) exists for this owner."""
 
 
+class PersonaStoreUnavailable(PersonaError):
+    """The shared database of saved versions could not be reached; built-ins still work."""
+
+
 class PersonaLimitReached(PersonaError):
     """An owner hit the cap on saved personas or versions; delete or reuse one first."""

@@ -1,16 +1,10 @@
 """Built-in personas plus each owner's saved versions, with hot reload.
 
-Storage, under `data_dir/personas/`:
-
-    <sha256(owner)[:32]>/<persona id>/v0001.yaml   the exact YAML text of each saved version
-                                     /v0002.yaml
-                                     /current      the version in use ("0" = the built-in)
-
-Owners are folders named by a hash, never by the raw owner string. Version files are immutable:
-each is written to a temp file, flushed, then hard-linked to its final name, which fails if the
-name is taken, so two writers can never claim the same number and a reader never sees half a
-file. `current` is replaced atomically (temp file + `os.replace`). Within the process, one lock
-per (owner, id) orders saves, rollbacks and reverts; concurrent saves each get their own version.
+Saved versions live in a `VersionStore` (personas/storage.py): files under
+`data_dir/personas/` by default, or PostgreSQL tables (personas/postgres.py) when several
+replicas share them. Owners are stored by a hash, never by the raw owner string. Within the
+process, one lock per (owner, id) orders saves, rollbacks and reverts; across processes the
+store itself never hands out one version number twice.
 
 Built-in files (`builtin_dir/*.yaml`, file name = id) are never written. Each use checks their
 mtime; an edit on disk is loaded on next use, and a broken edit keeps the last good version in
@@ -22,24 +16,22 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .errors import PersonaError, PersonaLimitReached, PersonaNotFound
+from .errors import PersonaError, PersonaLimitReached, PersonaNotFound, PersonaStoreUnavailable
 from .loader import load_persona_text
 from .model import DEFAULT_PERSONA_ID, ID_RE, Persona
+from .storage import FileVersions, VersionStore
 
 log = logging.getLogger(__name__)
 
 BUILTIN_DIR = Path(__file__).resolve().parent
 MAX_VERSIONS_PER_PERSONA = 500
 MAX_PERSONAS_PER_OWNER = 100
-_VERSION_WIDTH = 4
 
 
 @dataclass(frozen=True)
@@ -87,42 +79,6 @@ def _check_id(persona_id: str) -> str:
     return persona_id
 
 
-def _version_name(version: int) -> str:
-    return f"v{version:0{_VERSION_WIDTH}d}.yaml"
-
-
-def _parse_version_name(name: str) -> int | None:
-    stem, _, ext = name.partition(".")
-    if ext != "yaml" or not stem.startswith("v") or not stem[1:].isdigit():
-        return None
-    return int(stem[1:])
-
-
-def _write_atomic(path: Path, text: str, *, exclusive: bool) -> None:
-    """Write `text` to `path` via a flushed temp file; with exclusive, fail if `path` exists."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if not exclusive:
-            os.replace(tmp, path)
-            return
-        try:
-            os.link(tmp, path)  # atomic, and raises FileExistsError instead of replacing
-        except FileExistsError:
-            raise
-        except OSError:
-            # Some mounted volumes refuse hard links: claim the name with O_EXCL, then move the
-            # finished file over it. A reader may briefly see it empty and falls back meanwhile.
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 class PersonaRegistry:
     """Personas for every owner: built-ins shared read-only, edits saved per owner."""
 
@@ -139,6 +95,7 @@ class PersonaRegistry:
         builtin_dir: str | os.PathLike[str] | None = None,
         *,
         data_dir: str | os.PathLike[str],
+        versions: VersionStore | None = None,
     ):
         self.builtin_dir = Path(builtin_dir) if builtin_dir is not None else BUILTIN_DIR
         if not self.builtin_dir.is_dir():
@@ -148,11 +105,16 @@ class PersonaRegistry:
             )
         self.data_dir = Path(data_dir)  # resolved by the caller (assistant.config.data_dir)
         self.root = self.data_dir / self.folder
+        # Where saved versions live: files under root by default; a shared database when
+        # several replicas serve the same users (personas/postgres.py).
+        self.version_store: VersionStore = (
+            versions if versions is not None else FileVersions(self.root)
+        )
         self._builtins: dict[str, _Builtin] = {}
         self._builtin_lock = threading.Lock()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self._saved_cache: dict[Path, tuple[int, PersonaVersion]] = {}
+        self._saved_cache: dict[tuple[str, str, int], tuple[str, PersonaVersion]] = {}
         self._refresh_builtins()
 
     # ---- built-ins -------------------------------------------------------------------------
@@ -224,45 +186,33 @@ class PersonaRegistry:
         with self._locks_guard:
             return self._locks.setdefault((owner_key, persona_id), threading.Lock())
 
-    def _dir(self, owner_key: str, persona_id: str) -> Path:
-        return self.root / owner_key / persona_id
-
-    def _saved_numbers(self, folder: Path) -> list[int]:
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            return []
-        return sorted(n for n in map(_parse_version_name, names) if n is not None)
-
-    def _read_saved(self, folder: Path, version: int) -> PersonaVersion:
-        path = folder / _version_name(version)
-        try:
-            st = path.stat()
-            cached = self._saved_cache.get(path)
-            if cached and cached[0] == st.st_mtime_ns:
-                return cached[1]
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise PersonaNotFound(f"Version {version} of {folder.name!r} does not exist.") from exc
-        persona = self.load_text(text)  # files are validated on save; this guards tampering
-        result = PersonaVersion(persona, version, text, "saved", st.st_mtime)
+    def _read_saved(self, owner_key: str, persona_id: str, version: int) -> PersonaVersion:
+        text, saved_at = self.version_store.read(owner_key, persona_id, version)
+        cache_key = (owner_key, persona_id, version)
+        cached = self._saved_cache.get(cache_key)
+        if cached and cached[0] == text:
+            return cached[1]
+        persona = self.load_text(text)  # versions are validated on save; this guards tampering
+        result = PersonaVersion(persona, version, text, "saved", saved_at)
         if len(self._saved_cache) > 4096:  # versions are small, but owners are unbounded
             self._saved_cache.clear()
-        self._saved_cache[path] = (st.st_mtime_ns, result)
+        self._saved_cache[cache_key] = (text, result)
         return result
 
-    def _current_number(self, folder: Path, numbers: list[int]) -> int:
-        try:
-            return int((folder / "current").read_text(encoding="ascii").strip())
-        except (FileNotFoundError, ValueError):
-            return numbers[-1] if numbers else 0
-
     def _resolve(self, owner_key: str, persona_id: str) -> PersonaVersion:
-        folder = self._dir(owner_key, persona_id)
-        numbers = self._saved_numbers(folder)
         builtins = self._refresh_builtins()
         builtin = builtins.get(persona_id)
-        current = self._current_number(folder, numbers)
+        try:
+            numbers = self.version_store.numbers(owner_key, persona_id)
+            current = self.version_store.current(owner_key, persona_id)
+        except PersonaStoreUnavailable:
+            if builtin is None:
+                raise
+            # Reading fails open: the built-in answers until the saved versions are back.
+            log.warning("saved personas unavailable; serving built-in %s", persona_id)
+            return builtin
+        if current is None:
+            current = numbers[-1] if numbers else 0
         # Try the version in use, then fall back newest-first: a damaged file never leaves the
         # owner without a persona when another good version exists.
         candidates = [current] + [n for n in reversed(numbers) if n != current]
@@ -274,9 +224,9 @@ class PersonaRegistry:
             if number not in numbers:
                 continue
             try:
-                return self._read_saved(folder, number)
+                return self._read_saved(owner_key, persona_id, number)
             except (PersonaError, OSError, UnicodeDecodeError) as exc:
-                log.warning("saved persona %s/%s is unreadable: %s", folder, number, exc)
+                log.warning("saved persona %s v%s is unreadable: %s", persona_id, number, exc)
         if builtin is not None:
             return builtin
         raise PersonaNotFound(
@@ -286,13 +236,11 @@ class PersonaRegistry:
     def _ids(self, owner_key: str) -> list[str]:
         builtin_ids = set(self._refresh_builtins())
         try:
-            saved_ids = {
-                p.name
-                for p in (self.root / owner_key).iterdir()
-                if p.is_dir() and ID_RE.fullmatch(p.name) and self._saved_numbers(p)
-            }
-        except FileNotFoundError:
-            saved_ids = set()
+            saved = self.version_store.persona_ids(owner_key)
+        except PersonaStoreUnavailable:
+            log.warning("saved personas unavailable; listing the built-ins only")
+            saved = set()
+        saved_ids = {i for i in saved if ID_RE.fullmatch(i)}
         ordered_builtins = sorted(builtin_ids, key=lambda i: (i != self.default_id, i))
         return ordered_builtins + sorted(saved_ids - builtin_ids)
 
@@ -317,7 +265,7 @@ class PersonaRegistry:
             return self._resolve(key, persona_id)
         if version == 0:
             return self.builtin(persona_id)
-        return self._read_saved(self._dir(key, persona_id), version)
+        return self._read_saved(key, persona_id, version)
 
     def save(self, owner: str, yaml_text: str) -> PersonaVersion:
         """Validate and store a new version for this owner; it is used from the next call.
@@ -329,9 +277,8 @@ class PersonaRegistry:
         persona = self.load_text(yaml_text)
         if isinstance(yaml_text, bytes):
             yaml_text = yaml_text.decode("utf-8")
-        folder = self._dir(key, persona.id)
         with self._lock(key, persona.id):
-            numbers = self._saved_numbers(folder)
+            numbers = self.version_store.numbers(key, persona.id)
             if numbers or persona.id in self._refresh_builtins():
                 try:
                     in_use = self._resolve(key, persona.id)
@@ -349,32 +296,21 @@ class PersonaRegistry:
                     f"{persona.id!r} already has {MAX_VERSIONS_PER_PERSONA} saved versions; "
                     "roll back to one of them instead of saving more."
                 )
-            folder.mkdir(parents=True, exist_ok=True)
-            number = (numbers[-1] if numbers else 0) + 1
-            while True:
-                try:
-                    _write_atomic(folder / _version_name(number), yaml_text, exclusive=True)
-                    break
-                except FileExistsError:
-                    number += 1  # another writer (another process) took it
-            self._set_current(folder, number)
-            path = folder / _version_name(number)
-            st = path.stat()
-            saved = PersonaVersion(persona, number, yaml_text, "saved", st.st_mtime)
-            self._saved_cache[path] = (st.st_mtime_ns, saved)
+            number, saved_at = self.version_store.create(key, persona.id, yaml_text)
+            saved = PersonaVersion(persona, number, yaml_text, "saved", saved_at)
+            self._saved_cache[(key, persona.id, number)] = (yaml_text, saved)
             return saved
 
     def versions(self, owner: str, persona_id: str) -> list[PersonaVersion]:
         """Every version of `persona_id` for this owner, newest first; the built-in is v0."""
         key = _owner_key(owner)
         _check_id(persona_id)
-        folder = self._dir(key, persona_id)
         result: list[PersonaVersion] = []
-        for number in reversed(self._saved_numbers(folder)):
+        for number in reversed(self.version_store.numbers(key, persona_id)):
             try:
-                result.append(self._read_saved(folder, number))
+                result.append(self._read_saved(key, persona_id, number))
             except (PersonaError, OSError, UnicodeDecodeError) as exc:
-                log.warning("skipping unreadable saved persona %s v%s: %s", folder, number, exc)
+                log.warning("skipping unreadable saved persona %s v%s: %s", persona_id, number, exc)
         builtin = self._refresh_builtins().get(persona_id)
         if builtin is not None:
             result.append(builtin)
@@ -386,11 +322,9 @@ class PersonaRegistry:
         """Use an earlier version (0 = the built-in) from the next call; history is kept."""
         key = _owner_key(owner)
         _check_id(persona_id)
-        folder = self._dir(key, persona_id)
         with self._lock(key, persona_id):
             target = self.get(owner, persona_id, version)  # raises if it does not exist
-            folder.mkdir(parents=True, exist_ok=True)
-            self._set_current(folder, version)
+            self.version_store.set_current(key, persona_id, version)
             return target
 
     def revert_to_builtin(self, owner: str, persona_id: str) -> PersonaVersion:
@@ -405,21 +339,13 @@ class PersonaRegistry:
 
     def forget_owner(self, owner: str) -> int:
         """Delete every version this owner saved (their "delete all my data"); built-ins
-        stay. Returns how many version files went."""
-        folder = self.root / _owner_key(owner)
-        removed = 0
-        if folder.is_dir():
-            removed = sum(1 for p in folder.rglob("*") if p.is_file())
-            shutil.rmtree(folder)
+        stay. Returns how many versions went."""
+        key = _owner_key(owner)
+        removed = self.version_store.forget(key)
         with self._locks_guard:
-            self._saved_cache = {
-                k: v for k, v in self._saved_cache.items() if folder not in k.parents
-            }
+            self._saved_cache = {k: v for k, v in self._saved_cache.items() if k[0] != key}
         return removed
 
     def is_builtin(self, persona_id: str) -> bool:
         """Whether `persona_id` ships as a built-in file."""
         return persona_id in self._refresh_builtins()
-
-    def _set_current(self, folder: Path, version: int) -> None:
-        _write_atomic(folder / "current", f"{version}\n", exclusive=False)

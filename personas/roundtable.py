@@ -24,6 +24,7 @@ from .errors import InvalidPersona, Problem
 from .loader import _at, _duplicate_keys, _field_label, _find_node, _read_mapping, _schema_message
 from .model import Line, ListItem
 from .registry import PersonaRegistry
+from .storage import VersionStore
 
 ROUNDTABLE_DIR = Path(__file__).resolve().parent / "roundtables"
 DEFAULT_ROUNDTABLE_ID = "erp_board"
@@ -220,7 +221,13 @@ class RoundtableRegistry(PersonaRegistry):
     def load_text(text: str | bytes) -> Roundtable:  # type: ignore[override]
         return load_roundtable_text(text)
 
-    def __init__(self, builtin_dir: Any = None, *, data_dir: Any) -> None:
+    def __init__(
+        self, builtin_dir: Any = None, *, data_dir: Any, versions: VersionStore | None = None
+    ) -> None:
+        # `versions`: a VersionStore of the roundtables' own (PostgresVersions with
+        # namespace=RoundtableRegistry.folder); None keeps them under data_dir/roundtables/.
         super().__init__(
-            builtin_dir if builtin_dir is not None else ROUNDTABLE_DIR, data_dir=data_dir
+            builtin_dir if builtin_dir is not None else ROUNDTABLE_DIR,
+            data_dir=data_dir,
+            versions=versions,
         )

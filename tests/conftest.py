@@ -1,5 +1,5 @@
 """Fixtures shared by the test modules: a clean environment for every test, the fake Gemini
-server and an app runtime on it."""
+server, an app runtime on it, and the memory backends (tests/memory_backends.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ import os
 
 import pytest
 from fake_gemini import FakeGemini
+
+# The memory contract's backend fixtures (SQLite and PostgreSQL), for every test module.
+from memory_backends import (  # noqa: F401
+    backend,
+    memory_backend,
+    pg_server_url,
+    pg_url,
+    store_target,
+)
 
 from assistant.gemini import GeminiModel
 from assistant.runtime import Runtime

@@ -24,6 +24,7 @@ ENV = [
     "MNEMO_PORT",
     "MNEMO_SECRET",
     "MNEMO_SHUTDOWN_GRACE",
+    "MNEMO_DATABASE_URL",
 ]
 
 
@@ -48,6 +49,8 @@ def clean_env(monkeypatch):
         (config.port, "MNEMO_PORT", "8080", 9000, 7860, 8080, 9000),
         (config.secret, "MNEMO_SECRET", "s3", "arg", None, "s3", "arg"),
         (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "2.5", 0, 5.0, 2.5, 0.0),
+        (config.database_url, "MNEMO_DATABASE_URL", "postgresql://db/m", "postgres://a/b", None,
+         "postgresql://db/m", "postgres://a/b"),
     ],
 )  # fmt: skip
 def test_argument_beats_environment_beats_default(
@@ -92,6 +95,16 @@ def test_bad_settings_say_what_is_wrong(monkeypatch, function, env_name, raw, wo
     monkeypatch.setenv(env_name, raw)
     with pytest.raises(ConfigError, match=words):
         function()
+
+
+@pytest.mark.parametrize(
+    "raw", ["mysql://u:hunter2@db/m", "sqlite:///data/m.db", "hunter2@localhost", "db.example.com"]
+)
+def test_database_url_must_be_postgresql_and_is_never_echoed(monkeypatch, raw):
+    monkeypatch.setenv("MNEMO_DATABASE_URL", raw)
+    with pytest.raises(ConfigError, match="must be a postgresql:// URL") as err:
+        config.database_url()
+    assert "hunter2" not in str(err.value) and "unset it" in str(err.value)
 
 
 async def test_select_model(monkeypatch):

@@ -9,13 +9,16 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from memory_backends import TEST_URL
 
 from bench.__main__ import BENCHMARKS, main
 from bench.config import BenchConfig
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
-async def test_benchmark_runs_on_tiny_sizes(name, tmp_path):
+async def test_benchmark_runs_on_tiny_sizes(name, tmp_path, monkeypatch):
+    if name == "scale_out" and TEST_URL:  # the tests' PostgreSQL; without it, "Not run"
+        monkeypatch.setenv("MNEMO_BENCH_DATABASE_URL", TEST_URL)
     module = importlib.import_module(f"bench.{name}")
     out = tmp_path / "results"
     await module.run(BenchConfig(size="tiny", out_dir=out, work_dir=tmp_path))

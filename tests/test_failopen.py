@@ -118,6 +118,9 @@ FAILS_CLOSED = {
     "export": ("ana",),
     "import_archive": ("ana", "{}"),
     "delete_owner": ("ana",),
+    # A streaming reply's rewrite: the chat turn catches it (the reply stays on screen, the
+    # final save reports saved=False); never a silent success.
+    "update_reply": ("ana", "c", 1, "partial reply"),
 }
 
 

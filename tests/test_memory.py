@@ -1,4 +1,6 @@
-"""memory/: the conversation store on real SQLite in a tmp dir. Nothing of memory is mocked."""
+"""memory/: the store contract, on real SQLite in a tmp dir and real PostgreSQL (one schema per
+test): every test taking `store` or `memory_backend` runs on both (tests/memory_backends.py).
+The schema, pragma and path tests at the top are SQLite's own. Nothing of memory is mocked."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from memory_backends import integrity_error, rows
 
 from memory import (
     Conversation,
@@ -44,27 +47,32 @@ def clock():
 
 
 @pytest.fixture
-async def store(tmp_path, clock):
+async def store(memory_backend, clock):
+    return await memory_backend.open(clock=clock)
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path, clock):
     s = await ConversationStore.open(tmp_path, clock=clock)
     yield s
     await s.close()
 
 
-def recount(path, conv_id):
-    """Counters recomputed from the turns, straight from SQLite."""
-    with sqlite3.connect(path) as db:
-        return db.execute(
-            "SELECT count(*) FILTER (WHERE is_summary = 0), "
-            "count(*) FILTER (WHERE is_summary = 0 AND compacted = 0), "
-            "coalesce(sum(length(content)) FILTER (WHERE is_summary = 0), 0), "
-            "count(*) FILTER (WHERE is_summary = 1) FROM turns WHERE conversation_id = ?",
-            (conv_id,),
-        ).fetchone()
+def recount(store, conv_id):
+    """Counters recomputed from the turns, straight from the database."""
+    return rows(
+        store,
+        "SELECT count(*) FILTER (WHERE NOT is_summary), "
+        "count(*) FILTER (WHERE NOT is_summary AND NOT compacted), "
+        "coalesce(sum(length(content)) FILTER (WHERE NOT is_summary), 0), "
+        "count(*) FILTER (WHERE is_summary) FROM turns WHERE conversation_id = ?",
+        (conv_id,),
+    )[0]
 
 
 async def assert_counters_in_step(store, owner, conv_id):
     conv = await store.get_conversation(owner, conv_id)
-    total, active, chars, summaries = recount(store.path, conv_id)
+    total, active, chars, summaries = recount(store, conv_id)
     assert (conv.message_count, conv.active_count, conv.chars) == (total, active, chars)
     assert (await store.status(owner, conv_id)).summaries == summaries
 
@@ -225,7 +233,10 @@ EXPECTED_SCHEMA = [
         "covers_from_id INTEGER, covers_to_id INTEGER, covers_count INTEGER, speaker TEXT CHECK "
         "(speaker IS NULL OR length(speaker) BETWEEN 1 AND 80), origin TEXT CHECK (origin IS "
         "NULL OR (origin = 'edited' AND role = 'summary') OR (origin = 'tool' AND role = "
-        "'user')), CHECK ((role = "
+        "'user')), outcome TEXT "
+        "CHECK (outcome IS NULL OR outcome IN ('failed', 'stopped', 'incomplete')), "
+        "outcome_note TEXT CHECK (outcome_note IS NULL OR length(outcome_note) <= 1000), "
+        "CHECK ((role = "
         "'summary') = (covers_to_id IS NOT NULL)), CHECK (covers_from_id IS NULL OR "
         "covers_from_id <= covers_to_id) )",
     ),
@@ -288,8 +299,8 @@ def schema_of(path):
     return [(t, n, " ".join(s.split())) for t, n, s in rows]
 
 
-async def test_schema_is_pinned(store):
-    assert schema_of(store.path) == EXPECTED_SCHEMA
+async def test_schema_is_pinned(sqlite_store):
+    assert schema_of(sqlite_store.path) == EXPECTED_SCHEMA
 
 
 async def test_migrations_recorded_once_and_reopen_applies_nothing(tmp_path):
@@ -302,8 +313,8 @@ async def test_migrations_recorded_once_and_reopen_applies_nothing(tmp_path):
     assert names[0] == "m001_conversations"
 
 
-async def test_connection_pragmas(store):
-    db = store._db.writer
+async def test_connection_pragmas(sqlite_store):
+    db = sqlite_store._db.writer
     assert (await db.execute_fetchall("PRAGMA journal_mode"))[0][0] == "wal"
     assert (await db.execute_fetchall("PRAGMA foreign_keys"))[0][0] == 1
     assert (await db.execute_fetchall("PRAGMA busy_timeout"))[0][0] >= 1000
@@ -428,8 +439,8 @@ async def test_set_persona_and_delete(store):
     await store.delete_conversation("ana", conv.id)
     with pytest.raises(ConversationNotFound):
         await store.get_conversation("ana", conv.id)
-    with sqlite3.connect(store.path) as db:  # the turns went with it (foreign key cascade)
-        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
+    # The turns went with it (foreign key cascade).
+    assert rows(store, "SELECT count(*) FROM turns") == [(0,)]
 
 
 # -- owner isolation --------------------------------------------------------------------
@@ -529,16 +540,12 @@ async def test_refused_messages_store_nothing(store, role, content, error):
 
 async def test_schema_check_refuses_long_content_even_without_the_store(store):
     conv = await store.create_conversation("ana")
-    with sqlite3.connect(store.path) as db, pytest.raises(sqlite3.IntegrityError):
-        db.execute(
-            "INSERT INTO turns (conversation_id, role, content, created_at) VALUES (?,?,?,0)",
-            (conv.id, "user", "界" * 10_001),
-        )
-    with sqlite3.connect(store.path) as db, pytest.raises(sqlite3.IntegrityError):
-        db.execute(
-            "INSERT INTO turns (conversation_id, role, content, created_at) VALUES (?,?,?,0)",
-            (conv.id, "system", "hi"),
-        )
+    insert = "INSERT INTO turns (conversation_id, role, content, created_at) VALUES (?,?,?,0)"
+    with pytest.raises(integrity_error(store)):
+        rows(store, insert, (conv.id, "user", "界" * 10_001))
+    with pytest.raises(integrity_error(store)):
+        rows(store, insert, (conv.id, "system", "hi"))
+    assert rows(store, "SELECT count(*) FROM turns") == [(0,)]
 
 
 # -- context ----------------------------------------------------------------------------
@@ -580,8 +587,8 @@ SMALL = MemoryPolicy(
         ),
     ],
 )
-async def test_context_budget_and_eviction_order(tmp_path, messages, kept, evicted, clipped):
-    store = await ConversationStore.open(tmp_path, policy=SMALL)
+async def test_context_budget_and_eviction_order(memory_backend, messages, kept, evicted, clipped):
+    store = await memory_backend.open(policy=SMALL)
     try:
         conv = await store.create_conversation("ana")
         turns = []
@@ -686,8 +693,8 @@ FILLER = [
 TOPICS = ["tea", "rain", "trains", "chess", "soup", "jazz", "bikes", "clouds"]
 
 
-async def test_facts_from_message_one_survive_many_summaries(tmp_path):
-    store = await ConversationStore.open(tmp_path)
+async def test_facts_from_message_one_survive_many_summaries(memory_backend):
+    store = await memory_backend.open()
     try:
         conv = await store.create_conversation("ilsa")
         await store.append("ilsa", conv.id, "user", PLANTED)
@@ -713,8 +720,8 @@ class FailingSummarizer:
         raise RuntimeError("model exploded")
 
 
-async def test_summarizer_that_raises_leaves_everything_unchanged(tmp_path):
-    store = await ConversationStore.open(tmp_path, policy=SMALL, summarizer=FailingSummarizer())
+async def test_summarizer_that_raises_leaves_everything_unchanged(memory_backend):
+    store = await memory_backend.open(policy=SMALL, summarizer=FailingSummarizer())
     try:
         conv = await store.create_conversation("ana")
         await fill(store, "ana", conv.id, 12)
@@ -765,9 +772,9 @@ CONV: dict[str, str] = {}
     [(_append_more, True), (_undo, True), (_reset, False), (_delete, False)],
     ids=["append", "undo", "reset", "delete"],
 )
-async def test_conversation_changed_during_summarization(tmp_path, meddle, compacts):
+async def test_conversation_changed_during_summarization(memory_backend, meddle, compacts):
     summarizer = MeddlingSummarizer(meddle)
-    store = await ConversationStore.open(tmp_path, policy=SMALL, summarizer=summarizer)
+    store = await memory_backend.open(policy=SMALL, summarizer=summarizer)
     summarizer.store = store
     try:
         conv = await store.create_conversation("ana")
@@ -791,7 +798,7 @@ async def test_conversation_changed_during_summarization(tmp_path, meddle, compa
         await store.close()
 
 
-async def test_one_summarization_per_conversation_at_a_time(tmp_path):
+async def test_one_summarization_per_conversation_at_a_time(memory_backend):
     gate = asyncio.Event()
     started = asyncio.Event()
     calls = []
@@ -803,7 +810,7 @@ async def test_one_summarization_per_conversation_at_a_time(tmp_path):
             await gate.wait()
             return "- User: slow summary"
 
-    store = await ConversationStore.open(tmp_path, policy=SMALL, summarizer=SlowSummarizer())
+    store = await memory_backend.open(policy=SMALL, summarizer=SlowSummarizer())
     try:
         conv = await store.create_conversation("ana")
         await fill(store, "ana", conv.id, 10)
@@ -821,12 +828,12 @@ async def test_one_summarization_per_conversation_at_a_time(tmp_path):
         await store.close()
 
 
-async def test_summary_is_capped(tmp_path):
+async def test_summary_is_capped(memory_backend):
     class Verbose:
         async def summarize(self, previous, turns, max_chars):
             return "blah " * 10_000
 
-    store = await ConversationStore.open(tmp_path, policy=SMALL, summarizer=Verbose())
+    store = await memory_backend.open(policy=SMALL, summarizer=Verbose())
     try:
         conv = await store.create_conversation("ana")
         await fill(store, "ana", conv.id, 10)
@@ -853,9 +860,9 @@ async def test_fifty_concurrent_conversations_lose_nothing(store):
         full = await store.transcript(conv.owner, conv.id)
         assert [t.content for t in full] == [f"{conv.id} #{j}" for j in range(20)]
         assert (await store.get_conversation(conv.owner, conv.id)).message_count == 20
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 1000
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert rows(store, "SELECT count(*) FROM turns") == [(1000,)]
+    if isinstance(store, ConversationStore):
+        assert rows(store, "PRAGMA integrity_check") == [("ok",)]
 
 
 # -- retention --------------------------------------------------------------------------
@@ -881,9 +888,8 @@ async def test_retention_expires_idle_conversations(store, clock):
     assert [c.id for c in await store.list_conversations("ana")] == [keep.id]
 
     assert await store.purge_expired(chunk=1) == 1  # one row per delete: still purges all
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM conversations").fetchone()[0] == 1
+    assert rows(store, "SELECT count(*) FROM turns") == [(0,)]
+    assert rows(store, "SELECT count(*) FROM conversations") == [(1,)]
 
 
 async def test_set_retention_counts_from_now_and_can_be_removed(store, clock):
@@ -906,11 +912,7 @@ async def test_expired_conversations_are_purged_opportunistically(store, clock):
     await store.append("ana", old.id, "user", "bye")
     clock.advance(3600)
     await store.create_conversation("bob")  # any write may purge a small batch
-    with sqlite3.connect(store.path) as db:
-        assert (
-            db.execute("SELECT count(*) FROM conversations WHERE id = ?", (old.id,)).fetchone()[0]
-            == 0
-        )
+    assert rows(store, "SELECT count(*) FROM conversations WHERE id = ?", (old.id,)) == [(0,)]
 
 
 @pytest.mark.parametrize(
@@ -934,8 +936,7 @@ async def test_a_purge_cut_short_continues_next_time(store, clock):
     # Three turns per delete statement: three transactions for seven turns, then the row.
     assert await store.purge_expired(max_conversations=1, chunk=3) == 1
     assert await store.purge_expired() == 0
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
+    assert rows(store, "SELECT count(*) FROM turns") == [(0,)]
 
 
 @pytest.mark.parametrize(
@@ -999,7 +1000,7 @@ async def test_transcript_pages_back_from_the_newest(store):
     assert len(await store.transcript("ana", conv.id)) == 7
 
 
-async def test_a_backlog_is_summarized_over_several_passes(tmp_path):
+async def test_a_backlog_is_summarized_over_several_passes(memory_backend):
     policy = MemoryPolicy(
         keep_recent=4,
         summarize_at=10,
@@ -1009,7 +1010,7 @@ async def test_a_backlog_is_summarized_over_several_passes(tmp_path):
         message_chars=400,
         history_chars=2000,
     )
-    store = await ConversationStore.open(tmp_path, policy=policy)
+    store = await memory_backend.open(policy=policy)
     try:
         conv = await store.create_conversation("ana")
         await fill(store, "ana", conv.id, 30)  # summarization was never called meanwhile

@@ -1,5 +1,6 @@
-"""memory/backend.py: the MemoryBackend protocol matches the SQLite store verb for verb, and
-open_store() opens SQLite from a path or URL and refuses, clearly, what it cannot open."""
+"""memory/backend.py: the MemoryBackend protocol matches both stores verb for verb, and
+open_store() opens SQLite from a path or URL, PostgreSQL from a postgresql:// URL, and refuses,
+clearly, what it cannot open."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ from memory import (
     ConversationStore,
     MemoryBackend,
     MemoryPolicy,
+    StorageUnavailable,
     UnsupportedStore,
     open_store,
 )
 from memory.backend import sqlite_path
+from memory.postgres import PostgresStore
+
+STORES = [ConversationStore, PostgresStore]
 
 VERBS = [
     name
@@ -23,20 +28,22 @@ VERBS = [
 ]
 
 
-def test_the_protocol_lists_every_public_verb_of_the_store():
+@pytest.mark.parametrize("store_class", STORES)
+def test_the_protocol_lists_every_public_verb_of_the_store(store_class):
     public = {
         name
-        for name, member in inspect.getmembers(ConversationStore)
+        for name, member in inspect.getmembers(store_class)
         if inspect.isfunction(member) and not name.startswith("_") and name != "open"
     }
     assert set(VERBS) == public
     assert {"append", "context", "summarize_if_needed", "purge_expired"} <= public
 
 
+@pytest.mark.parametrize("store_class", STORES)
 @pytest.mark.parametrize("name", VERBS)
-def test_the_store_matches_each_verbs_signature(name):
+def test_the_store_matches_each_verbs_signature(store_class, name):
     declared = getattr(MemoryBackend, name)
-    actual = getattr(ConversationStore, name)
+    actual = getattr(store_class, name)
     assert inspect.iscoroutinefunction(declared) == inspect.iscoroutinefunction(actual)
     want = inspect.signature(declared).parameters
     have = inspect.signature(actual).parameters
@@ -86,9 +93,6 @@ def test_sqlite_path_follows_sqlalchemys_convention():
 @pytest.mark.parametrize(
     "target,message",
     [
-        ("postgresql://mnemo@localhost/mnemo", "PostgreSQL storage is not available"),
-        ("postgres://mnemo@localhost/mnemo", "PostgreSQL storage is not available"),
-        ("POSTGRESQL://db/mnemo", "PostgreSQL storage is not available"),
         ("mysql://db/mnemo", "scheme 'mysql' is not supported"),
         ("sqlite://", "has no path"),
         ("sqlite:///", "does not name a file"),
@@ -113,3 +117,23 @@ async def test_conversation_store_open_still_takes_a_directory(tmp_path):
         assert store.path == tmp_path / "mnemo.db"
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "PostgreSQL"])
+async def test_open_store_opens_postgresql_from_a_url(pg_url, scheme):
+    store = await open_store(
+        scheme + pg_url[len("postgresql") :], policy=MemoryPolicy(keep_recent=5)
+    )
+    try:
+        assert isinstance(store, PostgresStore) and isinstance(store, MemoryBackend)
+        assert store.policy.keep_recent == 5  # keyword arguments reach the backend
+        conv = await store.create_conversation("ana")
+        await store.append("ana", conv.id, "user", "hello")
+        assert (await store.get_conversation("ana", conv.id)).message_count == 1
+    finally:
+        await store.close()
+
+
+async def test_an_unreachable_postgresql_url_says_what_to_check(unused_tcp_port):
+    with pytest.raises(StorageUnavailable, match="MNEMO_DATABASE_URL"):
+        await open_store(f"postgresql://mnemo@127.0.0.1:{unused_tcp_port}/mnemo")

@@ -60,12 +60,13 @@ def turn(
     speaker=None,
     origin=None,
 ):
-    """The 13 turn columns, in memory.sql.TURN_COLUMNS order."""
-    return (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, speaker, origin)
+    """The 15 turn columns, in memory.sql.TURN_COLUMNS order (no outcome: the last two)."""
+    row = (tid, "c", role, content, float(tid), is_summary, compacted, *covers, 0, speaker, origin)
+    return (*row, None, None)
 
 
 def conversation(message_count, active_count):
-    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 12
+    return (KIND_CONVERSATION, message_count, active_count) + (None,) * 14
 
 
 def recent(*turns):

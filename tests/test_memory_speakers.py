@@ -1,18 +1,20 @@
 """Who said what: a roundtable reply's speaker is stored, and every text memory gives the model
-(recent turns, recalled turns, summaries) names it. Real SQLite for the store."""
+(recent turns, recalled turns, summaries) names it. The store tests run on both backends
+(SQLite and PostgreSQL, tests/memory_backends.py)."""
 
 from __future__ import annotations
 
 import pytest
+from memory_backends import integrity_error, rows
 
 from assistant.summarizer import summary_prompt
 from memory import (
     ContextWindow,
-    ConversationStore,
     ExtractiveSummarizer,
     InvalidInput,
     RecalledTurn,
     Turn,
+    TurnMetrics,
     render_memory,
     render_messages,
 )
@@ -21,10 +23,8 @@ OWNER = "owner-a"
 
 
 @pytest.fixture
-async def store(tmp_path):
-    opened = await ConversationStore.open(tmp_path)
-    yield opened
-    await opened.close()
+async def store(memory_backend):
+    return await memory_backend.open()
 
 
 async def test_a_speaker_is_stored_with_the_reply_and_read_back(store):
@@ -51,6 +51,40 @@ async def test_a_bad_speaker_is_refused_and_nothing_is_stored(store, role, speak
     with pytest.raises(InvalidInput, match=message):
         await store.append(OWNER, conv, role, "text", speaker=speaker)
     assert await store.transcript(OWNER, conv) == []
+
+
+async def test_a_recalled_reply_keeps_its_speaker(store):
+    conv = (await store.create_conversation(OWNER)).id
+    await store.append(OWNER, conv, "user", "What about the Nike order?")
+    await store.append(OWNER, conv, "assistant", "The Nike margin is too thin.", speaker="finance")
+    for i in range(store.policy.keep_recent):
+        await store.append(OWNER, conv, "user", f"filler message {i}")
+    context = await store.context(OWNER, conv, query="Nike margin")
+    speakers = {r.turn.content: r.turn.speaker for r in context.recalled}
+    assert speakers["The Nike margin is too thin."] == "finance"
+    assert "Assistant (finance): The Nike margin is too thin." in render_memory(context)
+
+
+async def test_metrics_are_kept_per_speaker(store):
+    conv = (await store.create_conversation(OWNER)).id
+    await store.record_metrics(OWNER, conv, TurnMetrics(model="m", persona_id="finance"))
+    await store.record_metrics(OWNER, conv, TurnMetrics(model="m"))
+    stored = rows(
+        store, "SELECT persona_id FROM turn_metrics WHERE owner = ? ORDER BY id", (OWNER,)
+    )
+    assert stored == [("finance",), (None,)]
+    assert await store.count_turn_requests(OWNER, since=0) == 2
+
+
+async def test_the_database_refuses_an_overlong_speaker_written_around_the_store(store):
+    conv = (await store.create_conversation(OWNER)).id
+    with pytest.raises(integrity_error(store)):
+        rows(
+            store,
+            "INSERT INTO turns (conversation_id, role, content, created_at, speaker) "
+            "VALUES (?, 'assistant', 'x', 1.0, ?)",
+            (conv, "x" * 81),
+        )
 
 
 def test_recalled_turns_name_their_speaker():

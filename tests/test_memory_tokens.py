@@ -1,4 +1,5 @@
-"""API token verbs of the store: only hashes stored, per owner, revocable, limited."""
+"""API token verbs of the store: only hashes stored, per owner, revocable, limited. Every test
+runs on SQLite and PostgreSQL (tests/memory_backends.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import hashlib
 import sqlite3
 
 import pytest
+from memory_backends import rows
 
 from memory import (
     ConversationStore,
@@ -32,10 +34,8 @@ def clock():
 
 
 @pytest.fixture
-async def store(tmp_path, clock):
-    s = await ConversationStore.open(tmp_path, clock=clock)
-    yield s
-    await s.close()
+async def store(memory_backend, clock):
+    return await memory_backend.open(clock=clock)
 
 
 def sha(secret: str) -> str:
@@ -48,8 +48,11 @@ async def test_a_token_is_found_by_its_hash_and_only_the_hash_is_stored(store):
     found = await store.token_by_hash(sha("s3cret-token-abcd"))
     assert found is not None and found.id == token.id and found.owner == "ana"
     assert await store.token_by_hash(sha("another")) is None
-    with sqlite3.connect(store.path) as db:
-        dump = "\n".join(db.iterdump())
+    if isinstance(store, ConversationStore):
+        with sqlite3.connect(store.path) as db:
+            dump = "\n".join(db.iterdump())
+    else:
+        dump = "\n".join(map(str, rows(store, "SELECT * FROM api_tokens")))
     assert "s3cret-token" not in dump
     assert sha("s3cret-token-abcd") in dump
 

@@ -1,4 +1,8 @@
-"""PersonaRegistry: built-ins, per-owner versions, rollback, isolation, concurrency, hot reload."""
+"""PersonaRegistry: built-ins, per-owner versions, rollback, isolation, concurrency, hot reload.
+
+Tests taking `registry` or `make_registry` run on both version stores: files in the data dir and
+PostgreSQL (one schema per test, tests/memory_backends.py); the tampering tests are the files'.
+"""
 
 from __future__ import annotations
 
@@ -33,8 +37,34 @@ def builtin_dir(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.fixture(params=["files", "postgres"])
+def make_registry(request, builtin_dir: Path, tmp_path: Path):
+    """Registries over one storage, as separate processes or replicas would open it."""
+    opened = []
+
+    def make() -> PersonaRegistry:
+        versions = None
+        if request.param == "postgres":
+            from personas.postgres import PostgresVersions
+
+            versions = PostgresVersions(request.getfixturevalue("pg_url"))
+            opened.append(versions)
+        return PersonaRegistry(
+            builtin_dir=builtin_dir, data_dir=tmp_path / "data", versions=versions
+        )
+
+    yield make
+    for versions in opened:
+        versions.close()
+
+
 @pytest.fixture
-def registry(builtin_dir: Path, tmp_path: Path) -> PersonaRegistry:
+def registry(make_registry) -> PersonaRegistry:
+    return make_registry()
+
+
+@pytest.fixture
+def file_registry(builtin_dir: Path, tmp_path: Path) -> PersonaRegistry:
     return PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path / "data")
 
 
@@ -102,8 +132,9 @@ def test_owners_are_isolated(registry: PersonaRegistry):
 
 
 def test_owner_folders_are_hashed_and_builtin_files_untouched(
-    registry: PersonaRegistry, builtin_dir: Path, tmp_path: Path
+    file_registry: PersonaRegistry, builtin_dir: Path, tmp_path: Path
 ):
+    registry = file_registry
     before = {p.name: p.read_bytes() for p in builtin_dir.iterdir() if p.is_file()}
     owner = "../../evil/owner"
     registry.save(owner, finance_text(20))
@@ -148,11 +179,11 @@ def test_an_owner_can_add_a_persona_of_their_own(registry: PersonaRegistry):
         registry.revert_to_builtin("alice", "poet")
 
 
-def test_saves_survive_a_restart(registry: PersonaRegistry, builtin_dir: Path, tmp_path: Path):
+def test_saves_survive_a_restart(registry: PersonaRegistry, make_registry):
     registry.save("alice", finance_text(20))
     registry.save("alice", finance_text(30))
     registry.rollback("alice", "finance", 1)
-    reopened = PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path / "data")
+    reopened = make_registry()
     current = reopened.get("alice", "finance")
     assert (current.version, current.persona.parameters["veto_threshold_pct"]) == (1, 20)
     assert [v.version for v in reopened.versions("alice", "finance")] == [2, 1, 0]
@@ -185,12 +216,10 @@ def test_concurrent_saves_by_one_owner_lose_no_version(registry: PersonaRegistry
     assert registry.get("alice", "finance").persona == newest.persona
 
 
-def test_two_registries_on_one_data_dir_never_share_a_version_number(
-    builtin_dir: Path, tmp_path: Path
-):
-    # Two processes' registries have separate locks; exclusive file creation still orders them.
-    a = PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path / "data")
-    b = PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path / "data")
+def test_two_registries_on_one_store_never_share_a_version_number(make_registry):
+    # Two processes' (or replicas') registries have separate locks; exclusive file creation,
+    # or the database's advisory lock, still orders them.
+    a, b = make_registry(), make_registry()
     start = threading.Barrier(20)
     results = []
 
@@ -256,16 +285,17 @@ def test_a_new_builtin_file_appears_without_restart(registry: PersonaRegistry, b
     assert registry.get("alice", "legal").persona.display_name == "Legal"
 
 
-def test_a_saved_edit_applies_to_the_next_get(registry: PersonaRegistry):
-    other = PersonaRegistry(builtin_dir=registry.builtin_dir, data_dir=registry.data_dir)
+def test_a_saved_edit_applies_to_the_next_get(registry: PersonaRegistry, make_registry):
+    other = make_registry()
     registry.save("alice", finance_text(33))
-    # The "next message" may be served by another registry instance reading the same files.
+    # The "next message" may be served by another registry instance (another replica).
     assert other.get("alice", "finance").persona.parameters["veto_threshold_pct"] == 33
 
 
 def test_a_damaged_saved_file_falls_back_to_the_newest_good_version(
-    registry: PersonaRegistry, tmp_path: Path
+    file_registry: PersonaRegistry, tmp_path: Path
 ):
+    registry = file_registry
     registry.save("alice", finance_text(20))
     v2 = registry.save("alice", finance_text(25))
     folder = tmp_path / "data" / "personas" / hashlib.sha256(b"alice").hexdigest()[:32]
@@ -313,8 +343,9 @@ def test_readers_never_see_a_half_written_version(registry: PersonaRegistry):
 
 
 def test_a_damaged_current_pointer_falls_back_to_the_newest_version(
-    registry: PersonaRegistry, tmp_path: Path
+    file_registry: PersonaRegistry, tmp_path: Path
 ):
+    registry = file_registry
     registry.save("alice", finance_text(20))
     registry.save("alice", finance_text(25))
     registry.rollback("alice", "finance", 1)
@@ -351,3 +382,49 @@ def test_the_data_dir_is_explicit_and_the_environment_is_not_read(
     assert not (tmp_path / "env-data").exists()
     with pytest.raises(TypeError):
         PersonaRegistry(builtin_dir=builtin_dir)  # type: ignore[call-arg]
+
+
+def test_postgres_keeps_owners_hashed_the_exact_text_and_nothing_on_disk(
+    builtin_dir: Path, tmp_path: Path, pg_url: str
+):
+    import psycopg
+
+    from personas.postgres import PostgresVersions
+
+    versions = PostgresVersions(pg_url)
+    try:
+        registry = PersonaRegistry(
+            builtin_dir=builtin_dir, data_dir=tmp_path / "data", versions=versions
+        )
+        text = finance_text(20) + "# a comment, kept verbatim\n"
+        registry.save("alice@example.com", text)
+        assert not (tmp_path / "data" / "personas").exists()  # nothing on this replica's disk
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute(
+                "SELECT owner_key, persona_id, version, yaml_text FROM persona_versions"
+            ).fetchall()
+        owner_key = hashlib.sha256(b"alice@example.com").hexdigest()[:32]
+        assert rows == [(owner_key, "finance", 1, text)]
+    finally:
+        versions.close()
+
+
+def test_with_the_database_down_built_ins_still_answer_and_saving_says_why(
+    builtin_dir: Path, tmp_path: Path, unused_tcp_port: int
+):
+    from personas import PersonaStoreUnavailable
+    from personas.postgres import PostgresVersions
+
+    url = f"postgresql://mnemo:hunter2@127.0.0.1:{unused_tcp_port}/mnemo"
+    versions = PostgresVersions(url, wait_s=0.5)  # starting never needs the database
+    try:
+        registry = PersonaRegistry(builtin_dir=builtin_dir, data_dir=tmp_path, versions=versions)
+        assert registry.get("alice", "finance").source == "builtin"
+        assert "finance" in [v.id for v in registry.list("alice")]
+        with pytest.raises(PersonaStoreUnavailable, match="MNEMO_DATABASE_URL") as err:
+            registry.save("alice", finance_text(20))
+        assert "hunter2" not in str(err.value)
+        with pytest.raises(PersonaStoreUnavailable):
+            registry.get("alice", "poet")  # not a built-in: nothing to fall back to
+    finally:
+        versions.close()

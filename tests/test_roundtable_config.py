@@ -201,3 +201,55 @@ def test_a_built_in_edited_on_disk_is_reloaded_and_a_broken_edit_keeps_the_last_
     os.utime(path, ns=(1, 2 * 10**18))
     assert reg.get(OWNER, "erp_board").persona.rounds == 2
     assert "rounds" in reg.last_error("erp_board")
+
+
+# -- in PostgreSQL, beside the personas ------------------------------------------------------
+
+
+def test_roundtables_share_the_database_with_personas_but_not_their_versions(pg_url, tmp_path):
+    from personas.postgres import PostgresVersions
+
+    opened = [PostgresVersions(pg_url, namespace=RoundtableRegistry.folder) for _ in range(2)]
+    opened.append(PostgresVersions(pg_url))
+    try:
+        tables = RoundtableRegistry(data_dir=tmp_path / "one", versions=opened[0])
+        replica = RoundtableRegistry(data_dir=tmp_path / "two", versions=opened[1])
+        personas = PersonaRegistry(data_dir=tmp_path / "one", versions=opened[2])
+        assert tables.save(OWNER, BOARD.replace("rounds: 1", "rounds: 2")).version == 1
+        finance_text = personas.get(OWNER, "finance").yaml_text.replace(
+            "display_name: Finance Controller", "display_name: Money Controller"
+        )
+        assert personas.save(OWNER, finance_text).version == 1  # numbered apart
+        assert replica.get(OWNER, "erp_board").persona.rounds == 2  # another replica sees it
+        assert [r.id for r in replica.list(OWNER)] == ["erp_board"]
+        assert "erp_board" not in {p.id for p in personas.list(OWNER)}
+        assert [v.version for v in personas.versions(OWNER, "finance")] == [1, 0]
+        replica.rollback(OWNER, "erp_board", 0)
+        assert tables.get(OWNER, "erp_board").persona.rounds == 1
+        assert personas.get(OWNER, "finance").version == 1  # a roundtable's rollback only
+        assert not (tmp_path / "one" / "roundtables").exists()
+    finally:
+        for versions in opened:
+            versions.close()
+
+
+def test_versions_saved_before_the_namespaces_stay_the_personas(pg_url, monkeypatch):
+    import psycopg
+
+    from personas import postgres
+    from personas.postgres import PostgresVersions
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
+        postgres.migrate(conn)
+        conn.execute("INSERT INTO persona_versions VALUES ('k', 'finance', 1, 'id: finance', 1.0)")
+        conn.execute("INSERT INTO persona_current VALUES ('k', 'finance', 1)")
+        monkeypatch.undo()
+        assert postgres.migrate(conn) == ["m002_namespaces"]
+    opened = [PostgresVersions(pg_url), PostgresVersions(pg_url, namespace="roundtables")]
+    try:
+        assert opened[0].numbers("k", "finance") == [1] and opened[0].current("k", "finance") == 1
+        assert opened[1].numbers("k", "finance") == [] and opened[1].current("k", "finance") is None
+    finally:
+        for versions in opened:
+            versions.close()

@@ -171,11 +171,12 @@ async def _stream(
         extra = views.reset_note(cleared)
         notices.info(extra, title="Memory cleared")
     elif failure is not None:
-        extra = f"⚠️ **Not answered.** {failure.message}"
+        extra = views.unanswered_note("failed", failure.message)
         notices.warning(failure.message, title=failure.title or "The assistant could not answer")
     elif notice:
         notices.info(notice, title="Reply incomplete")
-    if extra:
+    # A failure stored with the turn is in the transcript already: shown once.
+    if extra and not (view.chat and view.chat[-1]["content"] == extra):
         view = view._replace(chat=[*view.chat, {"role": "assistant", "content": extra}])
     yield TurnView(*view, turn_done=True)
 

@@ -135,8 +135,10 @@ def chat_messages(
             messages.append(tool_message(turn.content))
             continue
         content = message_markdown(turn.content)
-        if turn.role == "assistant" and getattr(turn, "incomplete", False):
-            content = f"{content}\n\n{STOPPED_NOTE}" if content else STOPPED_NOTE
+        outcome = getattr(turn, "outcome", None)
+        note = getattr(turn, "outcome_note", None)
+        if turn.role == "assistant" and (outcome or getattr(turn, "incomplete", False)):
+            content = f"{content}\n\n{incomplete_note(outcome, note)}"
         speaker = getattr(turn, "speaker", None)
         if turn.role == "assistant" and speaker:
             info = (speakers or {}).get(speaker)  # None: that persona is gone; show its id
@@ -145,9 +147,30 @@ def chat_messages(
             )
             content = f"{header}\n\n{content}"
         messages.append({"role": turn.role, "content": content})
+        if turn.role == "user" and outcome in ("failed", "stopped"):
+            # Nobody answered it: the note the chat showed when it happened, after a reload too.
+            messages.append({"role": "assistant", "content": unanswered_note(outcome, note)})
     if folded:
         messages.append({"role": "assistant", "content": folded_note(folded)})
     return messages
+
+
+def unanswered_note(outcome: str | None, note: str | None) -> str:
+    """Under a user message with no reply: why (the failure's message), live and on reopen."""
+    if outcome == "stopped":
+        return f"_⏹ {message_markdown(note or 'Stopped before the reply began.')}_"
+    reason = f" {message_markdown(note)}" if note else ""
+    return f"⚠️ **Not answered.**{reason}"
+
+
+def incomplete_note(outcome: str | None, note: str | None) -> str:
+    """Under a reply that did not finish: stopped, broke off (why), or cut at a limit."""
+    if outcome in (None, "stopped"):
+        return STOPPED_NOTE
+    if outcome == "failed":
+        why = f" {message_markdown(note)}" if note else ""
+        return f"_⚠️ Broke off — this reply is incomplete._{why}"
+    return f"_⚠️ Incomplete: {message_markdown(note or 'this reply did not finish.')}_"
 
 
 def folded_note(count: int) -> str:

@@ -1,0 +1,219 @@
+"""Numbered schema migrations for PostgreSQL, applied in order and recorded in `mnemo_migrations`.
+
+The same tables, columns and CHECK constraints as the SQLite schema (memory/migrations.py), in
+PostgreSQL's types; full-text search is a `tsvector` column and a pg_trgm index instead of FTS5
+tables (see memory/postgres/text.py). Never edit a migration that has shipped: add a new one.
+
+Replicas that start together must not both apply a migration: each one runs in its own
+transaction that first takes a transaction-level advisory lock (keyed by the schema), then
+checks the record, applies and records it. A transaction-level lock rather than a session lock:
+behind a transaction pooler (pgbouncer, Supabase) consecutive transactions of one client may run
+on different server connections, so a session lock could be taken on one and never released.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from psycopg import AsyncConnection
+
+Migration = Callable[[AsyncConnection], Awaitable[None]]
+MIGRATIONS: list[Migration] = []
+# One lock per schema, so test schemas (and several Mnemo instances in one database) do not
+# wait for each other.
+LOCK_KEY_SQL = "hashtextextended('mnemo.migrate:' || current_schema(), 0)"
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+async def _run(conn: AsyncConnection, *statements: str) -> None:
+    for sql in statements:
+        await conn.execute(sql)
+
+
+@migration
+async def m001_conversations(conn: AsyncConnection) -> None:
+    await _run(
+        conn,
+        """
+        CREATE TABLE conversations (
+            id text PRIMARY KEY,
+            owner text NOT NULL CHECK (char_length(owner) BETWEEN 1 AND 200),
+            title text CHECK (title IS NULL OR char_length(title) BETWEEN 1 AND 100),
+            persona_id text NOT NULL DEFAULT 'assistant',
+            persona_version integer,
+            retention_minutes integer CHECK (retention_minutes IS NULL OR retention_minutes > 0),
+            created_at double precision NOT NULL,
+            last_active_at double precision NOT NULL,
+            expires_at double precision,
+            message_count integer NOT NULL DEFAULT 0 CHECK (message_count >= 0),
+            active_count integer NOT NULL DEFAULT 0 CHECK (active_count >= 0),
+            chars bigint NOT NULL DEFAULT 0 CHECK (chars >= 0),
+            summary_count integer NOT NULL DEFAULT 0 CHECK (summary_count >= 0),
+            summarizing_until double precision,
+            -- Insertion order, the tie-break of "newest activity first" (SQLite's rowid).
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+            CHECK (active_count <= message_count)
+        )
+        """,
+        "CREATE INDEX conversations_owner_active ON conversations "
+        "(owner, last_active_at DESC, seq DESC)",
+        "CREATE INDEX conversations_expires ON conversations (expires_at) "
+        "WHERE expires_at IS NOT NULL",
+    )
+
+
+@migration
+async def m002_turns(conn: AsyncConnection) -> None:
+    # An identity column: ids are never reused, so a summary's covered id range stays
+    # meaningful after turns are deleted. `words` and `cjk` are the search text (text.py).
+    await _run(
+        conn,
+        """
+        CREATE TABLE turns (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            conversation_id text NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            role text NOT NULL CHECK (role IN ('user', 'assistant', 'summary')),
+            content text NOT NULL CHECK (char_length(content) BETWEEN 1 AND 10000),
+            created_at double precision NOT NULL,
+            is_summary boolean NOT NULL DEFAULT false CHECK (is_summary = (role = 'summary')),
+            compacted boolean NOT NULL DEFAULT false,
+            incomplete boolean NOT NULL DEFAULT false,
+            covers_from_id bigint,
+            covers_to_id bigint,
+            covers_count integer,
+            words tsvector NOT NULL DEFAULT ''::tsvector,
+            cjk text,
+            CHECK ((role = 'summary') = (covers_to_id IS NOT NULL)),
+            CHECK (covers_from_id IS NULL OR covers_from_id <= covers_to_id)
+        )
+        """,
+        # Serves every per-conversation read: recent active turns, latest summary, transcript.
+        "CREATE INDEX turns_conversation ON turns (conversation_id, compacted, is_summary, id)",
+        "CREATE INDEX turns_conversation_id ON turns (conversation_id, id)",
+    )
+
+
+@migration
+async def m003_turn_metrics(conn: AsyncConnection) -> None:
+    # No foreign key: quota counts must survive deleting a conversation. Never message text.
+    await _run(
+        conn,
+        """
+        CREATE TABLE turn_metrics (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            owner text NOT NULL,
+            conversation_id text,
+            model text NOT NULL,
+            input_tokens integer CHECK (input_tokens IS NULL OR input_tokens >= 0),
+            output_tokens integer CHECK (output_tokens IS NULL OR output_tokens >= 0),
+            latency_ms integer CHECK (latency_ms IS NULL OR latency_ms >= 0),
+            first_token_ms integer CHECK (first_token_ms IS NULL OR first_token_ms >= 0),
+            status text NOT NULL CHECK (status IN ('ok', 'error', 'stopped', 'refused')),
+            error_kind text,
+            created_at double precision NOT NULL
+        )
+        """,
+        "CREATE INDEX turn_metrics_owner_time ON turn_metrics (owner, created_at)",
+    )
+
+
+@migration
+async def m004_search(conn: AsyncConnection) -> None:
+    # Words: a GIN index over the tsvector. CJK: a pg_trgm GIN index over the space-separated
+    # bigrams in `cjk`, so `cjk LIKE '% 拉面 %'` has whole padded trigrams to look up; only
+    # turns with CJK text have a `cjk` value, so the index costs nothing for the others.
+    # pg_trgm ships in postgresql-contrib and on managed servers (Supabase, Neon, RDS).
+    await _run(
+        conn,
+        "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+        "CREATE INDEX turns_words ON turns USING gin (words)",
+        "CREATE INDEX turns_cjk ON turns USING gin (cjk gin_trgm_ops) WHERE cjk IS NOT NULL",
+    )
+
+
+@migration
+async def m005_api_tokens(conn: AsyncConnection) -> None:
+    # Per-owner tokens for the HTTP API. Only the SHA-256 of a token is kept: a copy of the
+    # database does not let anyone call the API. `seq` orders tokens created in one instant.
+    await _run(
+        conn,
+        """
+        CREATE TABLE api_tokens (
+            id text PRIMARY KEY,
+            owner text NOT NULL CHECK (char_length(owner) BETWEEN 1 AND 200),
+            name text NOT NULL CHECK (char_length(name) BETWEEN 1 AND 60),
+            token_hash text NOT NULL UNIQUE CHECK (char_length(token_hash) = 64),
+            hint text NOT NULL CHECK (char_length(hint) <= 8),
+            created_at double precision NOT NULL,
+            last_used_at double precision,
+            revoked_at double precision,
+            seq bigint GENERATED ALWAYS AS IDENTITY
+        )
+        """,
+        "CREATE INDEX api_tokens_owner ON api_tokens (owner, created_at DESC)",
+    )
+
+
+@migration
+async def m006_speakers(conn: AsyncConnection) -> None:
+    # A roundtable turn is answered by several personas: each reply row names its speaker (the
+    # persona id; NULL for a plain turn, answered by the conversation's persona), and metrics
+    # are kept per speaker. SQLite's m010_speakers, the same columns and check.
+    await _run(
+        conn,
+        "ALTER TABLE turns ADD COLUMN speaker text "
+        "CHECK (speaker IS NULL OR char_length(speaker) BETWEEN 1 AND 80)",
+        "ALTER TABLE turn_metrics ADD COLUMN persona_id text",
+    )
+
+
+@migration
+async def m007_turn_outcomes(conn: AsyncConnection) -> None:
+    # How a turn ended when not as planned, and why in the words the chat showed (SQLite's
+    # m011_turn_outcomes, the same columns and checks).
+    await _run(
+        conn,
+        "ALTER TABLE turns ADD COLUMN outcome text "
+        "CHECK (outcome IS NULL OR outcome IN ('failed', 'stopped', 'incomplete'))",
+        "ALTER TABLE turns ADD COLUMN outcome_note text "
+        "CHECK (outcome_note IS NULL OR char_length(outcome_note) <= 1000)",
+        # Replies saved incomplete before this migration: stopped or broken off, reason unknown.
+        "UPDATE turns SET outcome = 'incomplete' WHERE incomplete",
+    )
+
+
+async def applied_migrations(conn: AsyncConnection) -> list[str]:
+    cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
+    if not (await cur.fetchone())[0]:
+        return []
+    cur = await conn.execute("SELECT name FROM mnemo_migrations ORDER BY name")
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def migrate(conn: AsyncConnection) -> list[str]:
+    """Apply pending migrations; return the names applied now. Safe to run concurrently from
+    several processes. `conn` must be in autocommit mode (each migration is a transaction)."""
+    applied_now = []
+    for fn in MIGRATIONS:
+        async with conn.transaction():
+            await conn.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY_SQL})")
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS mnemo_migrations "
+                "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
+            )
+            cur = await conn.execute(
+                "SELECT 1 FROM mnemo_migrations WHERE name = %s", (fn.__name__,)
+            )
+            if await cur.fetchone() is None:
+                await fn(conn)
+                await conn.execute(
+                    "INSERT INTO mnemo_migrations (name, applied_at) VALUES (%s, %s)",
+                    (fn.__name__, time.time()),
+                )
+                applied_now.append(fn.__name__)
+    return applied_now

@@ -1,0 +1,179 @@
+"""The PostgreSQL store's reads: conversations, transcript, context with recall, search, status.
+
+A mixin of `PostgresStore` (store.py), which provides `_fetch`, `_clock` and `policy`.
+"""
+
+from __future__ import annotations
+
+from ..context import assemble_context
+from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
+from ..recall import (
+    MAX_RECALL_TERMS,
+    lone_cjk,
+    matching_conversations,
+    query_terms,
+    snippet,
+)
+from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
+from ..sql import KIND_CONVERSATION, turn_from_row
+from ..validation import MAX_MESSAGE_CHARS
+from . import sql
+from .text import cjk_patterns, word_query
+
+
+def _term_params(terms: list[str]) -> dict[str, object]:
+    patterns = cjk_patterns(terms)
+    params: dict[str, object] = {"tsq": word_query(terms), "cjk": patterns}
+    params.update({f"cjk{i}": p for i, p in enumerate(patterns)})
+    return params
+
+
+class Reads:
+    async def get_conversation(self, owner: str, conv_id: str) -> Conversation:
+        rows = await self._fetch(
+            sql.VISIBLE_SQL, {"conv": conv_id, "owner": owner, "now": self._clock()}
+        )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        return Conversation(*rows[0])
+
+    async def list_conversations(self, owner: str, limit: int = 100) -> list[Conversation]:
+        """The owner's conversations, newest activity first."""
+        rows = await self._fetch(
+            f"SELECT {sql.CONVERSATION_COLUMNS} FROM conversations WHERE owner = %(owner)s "
+            f"AND {sql.VISIBLE} ORDER BY last_active_at DESC, seq DESC "
+            "LIMIT %(limit)s",
+            {"owner": owner, "now": self._clock(), "limit": max(0, int(limit))},
+        )
+        return [Conversation(*r) for r in rows]
+
+    async def transcript(
+        self,
+        owner: str,
+        conv_id: str,
+        limit: int | None = None,
+        *,
+        before_id: int | None = None,
+    ) -> list[Turn]:
+        """Everything the user can scroll, oldest first: compacted turns and summaries too.
+
+        `limit` keeps the newest `limit` rows (None: all); `before_id` pages back from there.
+        """
+        rows = await self._fetch(
+            sql.TRANSCRIPT_SQL,
+            {
+                "conv": conv_id,
+                "owner": owner,
+                "now": self._clock(),
+                "before": (1 << 62) if before_id is None else before_id,
+                "limit": None if limit is None else max(0, int(limit)),
+            },
+        )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        return [
+            turn_from_row(r[2:]) for r in sorted(rows, key=lambda r: r[2] or 0) if r[2] is not None
+        ]
+
+    async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
+        """What the model should see: latest summary + the newest turns under the budget.
+
+        With `query` (the new message), older turns that match it are recalled too: at most
+        `recall_k`, each with its neighbour turn, within `recall_chars` of the budget.
+        """
+        policy = self.policy
+        terms: list[str] = []
+        if query and policy.recall_k:
+            terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
+        params: dict[str, object] = {
+            "conv": conv_id,
+            "owner": owner,
+            "now": self._clock(),
+            "keep": policy.keep_recent,
+        }
+        statement = sql.CONTEXT_SQL
+        if terms:
+            params.update(_term_params(terms), hits=policy.recall_k)
+            statement = sql.context_recall_sql(len(params["cjk"]))
+        rows = await self._fetch(statement, params)
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        # Every row carries the counters; the rest is the SQLite backend's row shape, so the
+        # same pure assembly applies.
+        counters = (KIND_CONVERSATION, rows[0][0], rows[0][1])
+        return assemble_context(
+            [counters, *(r[2:] for r in rows if r[2] is not None)], policy, terms
+        )
+
+    async def search(
+        self,
+        owner: str,
+        text: str,
+        limit: int = 20,
+        mark: tuple[str, str] = ("**", "**"),
+    ) -> list[SearchHit]:
+        """The owner's messages (and summaries) matching `text`, newest first, with snippets.
+
+        `text` is plain user input, never query syntax; text without words returns [].
+        Snippets are raw message text with matches wrapped in `mark`: escape before HTML.
+        """
+        terms = query_terms(text[:MAX_MESSAGE_CHARS])
+        characters = lone_cjk(text)  # 高 alone: in no bigram (memory/recall.py)
+        if not (terms or characters) or limit <= 0:
+            return []
+        params = _term_params(terms)
+        params.update({f"ch{i}": ch for i, ch in enumerate(characters)})
+        params.update(owner=owner, now=self._clock(), limit=int(limit))
+        statement = sql.search_sql(len(params["cjk"]), len(characters))
+        rows = await self._fetch(statement, params)
+        terms = [*terms, *characters]
+        return [
+            SearchHit(
+                conversation_id=cid,
+                conversation_title=title,
+                turn_id=tid,
+                role=role,
+                snippet=snippet(content, terms, mark),
+                created_at=created,
+            )
+            for tid, cid, title, role, content, created in rows
+        ]
+
+    async def find_conversations(
+        self, owner: str, text: str, limit: int = 20
+    ) -> list[Conversation]:
+        """The owner's conversations whose title or messages match `text`, newest activity
+        first: for a sidebar search box. Looks at the newest 200 matching messages."""
+        terms = query_terms(text[:MAX_MESSAGE_CHARS])
+        if not terms or limit <= 0:
+            return []
+        hits = {h.conversation_id for h in await self.search(owner, text, limit=200)}
+        conversations = await self.list_conversations(owner, limit=1000)
+        return matching_conversations(conversations, hits, terms, limit)
+
+    async def status(self, owner: str, conv_id: str) -> MemoryStatus:
+        """What the memory badge shows. `summarizing` is true while any replica folds it."""
+        window = await self.context(owner, conv_id)
+        now = self._clock()
+        rows = await self._fetch(
+            f"SELECT {sql.CONVERSATION_COLUMNS}, summary_count, summarizing_until "
+            f"FROM conversations WHERE id = %(conv)s AND owner = %(owner)s AND {sql.VISIBLE}",
+            {"conv": conv_id, "owner": owner, "now": now},
+        )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        conv = Conversation(*rows[0][:-2])
+        summary_count, leased_until = rows[0][-2], rows[0][-1]
+        return MemoryStatus(
+            total=conv.message_count,
+            active=conv.active_count,
+            compacted=conv.message_count - conv.active_count,
+            summaries=summary_count,
+            summary_covers=(window.summary.covers_count or 0) if window.summary else 0,
+            context_chars=window.chars,
+            budget=window.budget,
+            summarizing=conv_id in self._summarizing
+            or (leased_until is not None and leased_until > now),
+            retention_minutes=conv.retention_minutes,
+            expires_at=conv.expires_at,
+        )

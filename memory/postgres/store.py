@@ -1,0 +1,553 @@
+"""`PostgresStore`: the conversation store on PostgreSQL, for several app replicas sharing one
+memory. Same verbs, records and guarantees as the SQLite store (memory/store.py).
+
+Storage design
+--------------
+- psycopg 3 (async) over a bounded `AsyncConnectionPool`: connections are checked before use,
+  recycled after `max_lifetime` and closed after `max_idle`. Prepared statements are off
+  (`prepare_threshold=None`) so it works behind pgbouncer and Supabase's transaction pooler.
+  Connections are in autocommit; every multi-statement write is one transaction.
+- Every write to a conversation's turns first locks its row (the append's UPDATE, or
+  `SELECT ... FOR UPDATE`), so writes to one conversation are serialized across replicas and
+  turn ids rise in commit order; writes to different conversations run in parallel.
+- Hot paths are one statement, one round trip: context() (conversation, summary, recent turns,
+  recall hits and their neighbours) and append() (counters, title, expiry, owner check and the
+  INSERT with its search text).
+- Summarization: a lease on the conversation row (`summarizing_until`) lets one replica at a
+  time call the summarizer; the commit runs under `pg_advisory_xact_lock` for the conversation
+  and re-checks that the folded turns and the previous summary are exactly as read.
+- Ids are random; every call takes the owner; another owner's conversation, or one past its
+  retention, behaves exactly like a missing one. Search text: see memory/postgres/text.py.
+- psycopg errors are wrapped in `StorageUnavailable` here, at the boundary, with advice.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, StorageUnavailable
+from ..policy import MemoryPolicy
+from ..records import Conversation, Outcome, ResetResult, Turn, TurnMetrics
+from ..retention import PURGE_CONVERSATIONS, PURGE_TURNS, expires_at, purge_due
+from ..sql import conversation_from_row, turn_from_row
+from ..summarize import ExtractiveSummarizer, Summarizer
+from ..validation import (
+    check_created_at,
+    check_import,
+    check_outcome,
+    check_owner,
+    check_retention,
+    clean_title,
+    make_title,
+    validate_message,
+)
+from ..vectors import Embedder
+from . import sql
+from .fold import Folding
+from .migrations import migrate
+from .reads import Reads
+from .replies import Replies
+from .text import check_text, index_cjk, index_words
+from .tokens import Tokens
+
+log = logging.getLogger(__name__)
+
+POOL_MIN = 1
+POOL_MAX = 10
+POOL_MAX_IDLE_S = 300.0
+POOL_MAX_LIFETIME_S = 1_800.0
+CONNECT_TIMEOUT_S = 10
+
+# SQLSTATE class -> what to do next.
+_ADVICE = {
+    "08": "check the server is running and MNEMO_DATABASE_URL points at it",
+    "28": "check the user name and password in MNEMO_DATABASE_URL",
+    "3D": "create the database first (createdb NAME) or fix its name in MNEMO_DATABASE_URL",
+    "42": "grant the database user CREATE on its schema so Mnemo can migrate",
+    "53": "the server is out of connections, memory or disk; lower the pool size or free space",
+    "57": "the server is shutting down or restarting; try again in a moment",
+    "40": "the server aborted the transaction; try again",
+}
+
+
+def safe_url(url: str) -> str:
+    """`url` with any password replaced by ***, for messages and logs."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the PostgreSQL URL"
+    host, port, db = info.get("host", "localhost"), info.get("port", "5432"), info.get("dbname")
+    user = info.get("user")
+    return f"postgresql://{user + ':***@' if user else ''}{host}:{port}/{db or ''}"
+
+
+# A refused connection carries no SQLSTATE, only libpq's text.
+_CONNECT_ADVICE = {
+    "does not exist": _ADVICE["3D"],
+    "password authentication failed": _ADVICE["28"],
+    "no password supplied": _ADVICE["28"],
+    "too many clients": _ADVICE["53"],
+}
+
+
+def unavailable(exc: BaseException, url: str) -> StorageUnavailable:
+    state = getattr(exc, "sqlstate", None) or ""
+    text = str(exc)
+    if isinstance(exc, PoolTimeout):
+        advice = "every pooled connection stayed busy; raise the pool size or try again"
+    elif state[:2] in _ADVICE:
+        advice = _ADVICE[state[:2]]
+    else:
+        found = (a for k, a in _CONNECT_ADVICE.items() if k in text)
+        advice = next(found, _ADVICE["08"])
+    return StorageUnavailable(f"The memory database at {safe_url(url)} failed ({exc}): {advice}.")
+
+
+class PostgresStore(Reads, Folding, Tokens, Replies):
+    """Owns the Mnemo schema in one PostgreSQL database: conversations, turns, summaries,
+    metrics. Open with `await PostgresStore.open(url)`."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        url: str,
+        policy: MemoryPolicy,
+        summarizer: Summarizer,
+        clock: Callable[[], float],
+    ):
+        self._pool = pool
+        self.url = safe_url(url)
+        self._raw_url = url
+        self.policy = policy
+        self.summarizer = summarizer
+        self._clock = clock
+        self._summarizing: set[str] = set()
+        self._last_purge = float("-inf")
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        policy: MemoryPolicy | None = None,
+        summarizer: Summarizer | None = None,
+        clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
+        *,
+        pool_max: int = POOL_MAX,
+    ) -> PostgresStore:
+        """Connect, migrate under an advisory lock, and return the store.
+
+        Raises StorageUnavailable (with what to do next) when the server cannot be reached,
+        refuses the login, or the user may not create the schema. Recall here is by words
+        only: an `embedder` is accepted (the Runtime passes one) but turn vectors are not
+        stored on PostgreSQL yet.
+        """
+        if embedder is not None:
+            log.info("PostgreSQL memory recalls by words only; %s is not used", embedder.name)
+        kwargs = {
+            "autocommit": True,
+            "prepare_threshold": None,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+        }
+        try:
+            # Migrate on a connection of its own first: a wrong URL, password or database
+            # fails here with the server's own reason, not as a pool timeout later.
+            async with await AsyncConnection.connect(url, **kwargs) as conn:
+                await migrate(conn)
+        except (psycopg.Error, OSError) as exc:
+            raise unavailable(exc, url) from exc
+        pool = AsyncConnectionPool(
+            url,
+            min_size=min(POOL_MIN, pool_max),
+            max_size=pool_max,
+            max_idle=POOL_MAX_IDLE_S,
+            max_lifetime=POOL_MAX_LIFETIME_S,
+            check=AsyncConnectionPool.check_connection,
+            kwargs=kwargs,
+            name="mnemo",
+            open=False,
+        )
+        try:
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
+        except (psycopg.Error, OSError) as exc:
+            await pool.close()
+            raise unavailable(exc, url) from exc
+        return cls(pool, url, policy or MemoryPolicy(), summarizer or ExtractiveSummarizer(), clock)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- connections --------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection in autocommit: each statement is its own transaction."""
+        if self._closed:
+            raise StorageUnavailable("The memory store is closed.")
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, OSError) as exc:
+            raise unavailable(exc, self._raw_url) from exc
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """One transaction; rolled back when the block raises."""
+        async with self._conn() as conn, conn.transaction():
+            yield conn
+
+    async def _fetch(self, statement: str, params: dict[str, object]) -> list[tuple]:
+        async with self._conn() as conn:
+            cur = await conn.execute(statement, params)
+            return await cur.fetchall()
+
+    async def _locked(self, conn: AsyncConnection, owner: str, conv_id: str) -> Conversation:
+        """The visible conversation, row-locked until the transaction ends."""
+        cur = await conn.execute(
+            sql.LOCK_VISIBLE_SQL, {"conv": conv_id, "owner": owner, "now": self._clock()}
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        return conversation_from_row(row)
+
+    # -- conversations ------------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        owner: str,
+        title: str | None = None,
+        persona_id: str = "assistant",
+        persona_version: int | None = None,
+        retention_minutes: int | None = None,
+    ) -> Conversation:
+        check_owner(owner)
+        title = clean_title(title) if title is not None else None
+        check_retention(retention_minutes)
+        check_text(owner, title, persona_id)
+        now = self._clock()
+        rows = await self._fetch(
+            "INSERT INTO conversations (id, owner, title, persona_id, persona_version, "
+            "retention_minutes, created_at, last_active_at, expires_at) VALUES (%(id)s, "
+            "%(owner)s, %(title)s, %(persona)s, %(version)s, %(retention)s, %(now)s, %(now)s, "
+            f"%(expires)s) RETURNING {sql.CONVERSATION_COLUMNS}",
+            {
+                "id": secrets.token_urlsafe(16),
+                "owner": owner,
+                "title": title,
+                "persona": persona_id,
+                "version": persona_version,
+                "retention": retention_minutes,
+                "now": now,
+                "expires": expires_at(retention_minutes, now),
+            },
+        )
+        await self._maybe_purge()
+        return conversation_from_row(rows[0])
+
+    async def _update_conversation(
+        self, owner: str, conv_id: str, assignments: str, params: dict[str, object]
+    ) -> Conversation:
+        rows = await self._fetch(
+            f"UPDATE conversations SET {assignments} WHERE id = %(conv)s AND owner = %(owner)s "
+            f"AND {sql.VISIBLE} RETURNING {sql.CONVERSATION_COLUMNS}",
+            {**params, "conv": conv_id, "owner": owner, "now": self._clock()},
+        )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        return conversation_from_row(rows[0])
+
+    async def rename_conversation(self, owner: str, conv_id: str, title: str) -> Conversation:
+        title = clean_title(title)
+        check_text(title)
+        return await self._update_conversation(owner, conv_id, "title = %(t)s", {"t": title})
+
+    async def set_persona(
+        self, owner: str, conv_id: str, persona_id: str, persona_version: int | None = None
+    ) -> Conversation:
+        check_text(persona_id)
+        return await self._update_conversation(
+            owner,
+            conv_id,
+            "persona_id = %(p)s, persona_version = %(v)s",
+            {"p": persona_id, "v": persona_version},
+        )
+
+    async def set_retention(self, owner: str, conv_id: str, minutes: int | None) -> Conversation:
+        """Forget the conversation after `minutes` idle (None: keep). Counts from now."""
+        check_retention(minutes)
+        return await self._update_conversation(
+            owner,
+            conv_id,
+            "retention_minutes = %(m)s, expires_at = %(e)s",
+            {"m": minutes, "e": expires_at(minutes, self._clock())},
+        )
+
+    async def delete_conversation(self, owner: str, conv_id: str) -> None:
+        rows = await self._fetch(
+            "DELETE FROM conversations WHERE id = %(conv)s AND owner = %(owner)s "
+            f"AND {sql.VISIBLE} RETURNING 1",
+            {"conv": conv_id, "owner": owner, "now": self._clock()},
+        )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+
+    # -- turns --------------------------------------------------------------------------
+
+    async def append(
+        self,
+        owner: str,
+        conv_id: str,
+        role: str,
+        content: str,
+        *,
+        incomplete: bool = False,
+        created_at: float | None = None,
+        speaker: str | None = None,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
+    ) -> Turn:
+        """Save a message (a first user message titles the conversation); `created_at` (epoch
+        seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
+        `outcome` and its note say how a reply ended when not as planned (then incomplete)."""
+        validate_message(role, content, speaker)
+        outcome_note = check_outcome(outcome, outcome_note)
+        incomplete = incomplete or outcome is not None
+        check_text(content, speaker, outcome_note)
+        now = self._clock()
+        when = check_created_at(created_at, now)
+        rows = await self._fetch(
+            sql.APPEND_SQL,
+            {
+                "conv": conv_id,
+                "owner": owner,
+                "now": now,
+                "chars": len(content),
+                "title": make_title(content) if role == "user" else None,
+                "role": role,
+                "content": content,
+                "when": when,
+                "incomplete": incomplete,
+                "speaker": speaker,
+                "outcome": outcome,
+                "outcome_note": outcome_note,
+                "words": index_words(content),
+                "cjk_text": index_cjk(content),
+            },
+        )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        await self._maybe_purge()
+        return Turn(  # type: ignore[arg-type]  (the role was validated above)
+            rows[0][0],
+            conv_id,
+            role,
+            content,
+            when,
+            incomplete=incomplete,
+            speaker=speaker,
+            outcome=outcome,
+            outcome_note=outcome_note,
+        )
+
+    async def import_conversation(
+        self,
+        owner: str,
+        messages: Iterable[tuple[str, str, float]],
+        title: str | None = None,
+        persona_id: str = "assistant",
+        persona_version: int | None = None,
+    ) -> Conversation:
+        """A new conversation holding `messages`, (role, content, created_at) oldest first,
+        so a history from elsewhere keeps its dates. All or nothing: every message is checked
+        before anything is written, then one transaction writes them."""
+        check_owner(owner)
+        title = clean_title(title) if title is not None else None
+        now = self._clock()
+        rows = check_import(list(messages), now)
+        check_text(owner, title, persona_id, *(c for _, c, _ in rows))
+        conv_id = secrets.token_urlsafe(16)
+        title = title or next((make_title(c) for role, c, _ in rows if role == "user"), None)
+        async with self._write() as conn:
+            # last_active_at is now: retention counts from the import, not the old messages.
+            await conn.execute(
+                "INSERT INTO conversations (id, owner, title, persona_id, persona_version, "
+                "created_at, last_active_at, message_count, active_count, chars) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (conv_id, owner, title, persona_id, persona_version, rows[0][2] if rows else now,
+                 now, len(rows), len(rows), sum(len(c) for _, c, _ in rows)),
+            )  # fmt: skip
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO turns (conversation_id, role, content, created_at, words, cjk) "
+                    "VALUES (%s, %s, %s, %s, %s::tsvector, %s)",
+                    [(conv_id, r, c, when, index_words(c), index_cjk(c)) for r, c, when in rows],
+                )
+            return await self._locked(conn, owner, conv_id)
+
+    async def _remove_turns(self, conn: AsyncConnection, conv_id: str, turns: list[Turn]) -> None:
+        await conn.execute("DELETE FROM turns WHERE id = ANY(%s)", ([t.id for t in turns],))
+        await conn.execute(
+            "UPDATE conversations SET message_count = message_count - %s, "
+            "active_count = active_count - %s, chars = chars - %s WHERE id = %s",
+            (
+                len(turns),
+                sum(not t.compacted for t in turns),
+                sum(len(t.content) for t in turns),
+                conv_id,
+            ),
+        )
+
+    async def _trailing_active(self, conn: AsyncConnection, conv_id: str) -> list[Turn]:
+        limit = self.policy.summarize_at + self.policy.fold_max
+        cur = await conn.execute(sql.TRAILING_ACTIVE_SQL, {"conv": conv_id, "limit": limit})
+        return [turn_from_row(r) for r in await cur.fetchall()]  # newest first
+
+    async def undo(self, owner: str, conv_id: str) -> list[Turn]:
+        """Remove the last user message and everything after it; return what went, oldest first.
+
+        Only messages still in the context can be undone; [] when there is none.
+        """
+        async with self._write() as conn:
+            await self._locked(conn, owner, conv_id)
+            dropped: list[Turn] = []
+            for t in await self._trailing_active(conn, conv_id):
+                dropped.append(t)
+                if t.role == "user":
+                    break
+            else:
+                return []
+            await self._remove_turns(conn, conv_id, dropped)
+        return list(reversed(dropped))
+
+    async def drop_last_reply(self, owner: str, conv_id: str) -> Turn | None:
+        """For "retry": remove the assistant turn(s) after the last user message.
+
+        Returns the newest removed reply, or None when the conversation ends on a user message.
+        """
+        async with self._write() as conn:
+            await self._locked(conn, owner, conv_id)
+            dropped: list[Turn] = []
+            for t in await self._trailing_active(conn, conv_id):
+                if t.role != "assistant":
+                    break
+                dropped.append(t)
+            if not dropped:
+                return None
+            await self._remove_turns(conn, conv_id, dropped)
+        return dropped[0]
+
+    async def reset(self, owner: str, conv_id: str) -> ResetResult:
+        """Clear every turn and summary of the conversation; the conversation stays, empty."""
+        async with self._write() as conn:
+            await self._locked(conn, owner, conv_id)
+            cur = await conn.execute(
+                "SELECT count(*) FILTER (WHERE NOT is_summary), count(*) FILTER (WHERE "
+                "is_summary), coalesce(sum(char_length(content)) FILTER (WHERE NOT is_summary), 0) "
+                "FROM turns WHERE conversation_id = %s",
+                (conv_id,),
+            )
+            turns, summaries, chars = await cur.fetchone()
+            await conn.execute("DELETE FROM turns WHERE conversation_id = %s", (conv_id,))
+            await conn.execute(
+                "UPDATE conversations SET message_count = 0, active_count = 0, chars = 0, "
+                "summary_count = 0, summarizing_until = NULL WHERE id = %s",
+                (conv_id,),
+            )
+        return ResetResult(turns=turns, summaries=summaries, chars=int(chars))
+
+    # -- metrics ------------------------------------------------------------------------
+
+    async def record_metrics(self, owner: str, conv_id: str | None, metrics: TurnMetrics) -> None:
+        """Record one model call's numbers (never text). Kept when the conversation is deleted,
+        so the quota cannot be reset by deleting conversations."""
+        check_owner(owner)
+        check_text(owner, metrics.model, metrics.error_kind, metrics.persona_id)
+        await self._fetch(
+            "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, "
+            "output_tokens, latency_ms, first_token_ms, status, error_kind, created_at, "
+            "persona_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (
+                owner,
+                conv_id,
+                metrics.model,
+                metrics.input_tokens,
+                metrics.output_tokens,
+                metrics.latency_ms,
+                metrics.first_token_ms,
+                metrics.status,
+                metrics.error_kind,
+                self._clock(),
+                metrics.persona_id,
+            ),
+        )
+
+    async def count_turn_requests(self, owner: str, since: float) -> int:
+        """How many model calls the owner made since `since` (epoch seconds): the quota count."""
+        rows = await self._fetch(
+            "SELECT count(*) FROM turn_metrics WHERE owner = %(owner)s AND created_at >= %(s)s",
+            {"owner": owner, "s": since},
+        )
+        return rows[0][0]
+
+    # -- retention ----------------------------------------------------------------------
+
+    async def purge_expired(
+        self, max_conversations: int = PURGE_CONVERSATIONS, chunk: int = PURGE_TURNS
+    ) -> int:
+        """Delete up to `max_conversations` expired conversations, their turns `chunk` rows per
+        transaction so a long conversation never holds its locks for long. Replicas purging
+        at once skip each other's rows. Returns how many conversations were deleted."""
+        rows = await self._fetch(
+            "SELECT id FROM conversations WHERE expires_at IS NOT NULL AND expires_at <= %(now)s "
+            "LIMIT %(n)s",
+            {"now": self._clock(), "n": max_conversations},
+        )
+        purged = 0
+        for (conv_id,) in rows:
+            while True:
+                async with self._write() as conn:
+                    cur = await conn.execute(
+                        "SELECT 1 FROM conversations WHERE id = %s AND expires_at <= %s "
+                        "FOR UPDATE SKIP LOCKED",
+                        (conv_id, self._clock()),
+                    )
+                    if await cur.fetchone() is None:
+                        break  # revived, gone, or another replica is purging it
+                    cur = await conn.execute(
+                        "DELETE FROM turns WHERE id IN (SELECT id FROM turns "
+                        "WHERE conversation_id = %s ORDER BY id LIMIT %s)",
+                        (conv_id, chunk),
+                    )
+                    if cur.rowcount < chunk:
+                        await conn.execute("DELETE FROM conversations WHERE id = %s", (conv_id,))
+                        purged += 1
+                        break
+        return purged
+
+    async def _maybe_purge(self) -> None:
+        now = self._clock()
+        if not purge_due(self._last_purge, now):
+            return
+        self._last_purge = now
+        try:
+            await self.purge_expired()
+        except StorageUnavailable:
+            log.warning("Purging expired conversations failed; will retry", exc_info=True)

@@ -1,0 +1,87 @@
+"""Rewriting a turn after it was written: a streaming reply's progress and how a turn ended
+(a mixin of ConversationStore; the SQL is in sql.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import aiosqlite
+
+from . import sql
+from .connection import Connections
+from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
+from .records import Conversation, Outcome, Turn
+from .validation import check_outcome, validate_message
+from .vectors import Embedder, embed_packed
+
+
+class ReplyStore:
+    """The verbs that change a stored turn in place; the store provides the rest."""
+
+    _db: Connections
+    _clock: Callable[[], float]
+    embedder: Embedder | None
+
+    async def _visible(
+        self, db: aiosqlite.Connection, owner: str, conv_id: str
+    ) -> Conversation: ...  # ConversationStore's
+
+    async def update_reply(
+        self,
+        owner: str,
+        conv_id: str,
+        turn_id: int,
+        content: str,
+        *,
+        outcome: Outcome | None = None,
+        outcome_note: str | None = None,
+    ) -> Turn:
+        """Rewrite a reply saved while it streams (progress, then the final text) with its
+        outcome: one transaction moves its counters, both full-text entries and its vector,
+        so a crash keeps the last saved text, found by search and recall like any message.
+        ConversationNotFound when the conversation or the reply is gone (undo, delete)."""
+        validate_message("assistant", content)
+        outcome_note = check_outcome(outcome, outcome_note)
+        now = self._clock()
+        (vector,) = await embed_packed(self.embedder, [content])
+        n = len(content)
+        async with self._db.write() as db:
+            params = (n, turn_id, conv_id, n, now, conv_id, owner, now)
+            rows = await db.execute_fetchall(sql.REPLY_COUNTERS, params)
+            if rows:
+                row = (content, outcome, outcome_note, int(outcome is not None), turn_id, conv_id)
+                rows = await db.execute_fetchall(sql.UPDATE_REPLY, row)
+            if not rows:  # the write rolls back: the counters stay as they were
+                raise ConversationNotFound(NOT_FOUND_MESSAGE)
+            if vector is not None:
+                await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
+        return Turn(
+            id=turn_id,
+            conversation_id=conv_id,
+            role="assistant",
+            content=content,
+            created_at=rows[0][0],
+            incomplete=outcome is not None,
+            outcome=outcome,
+            outcome_note=outcome_note,
+        )
+
+    async def set_outcome(
+        self,
+        owner: str,
+        conv_id: str,
+        turn_id: int,
+        outcome: Outcome | None,
+        note: str | None = None,
+    ) -> None:
+        """Record how a turn ended ("failed": a user message nobody answered) with the note
+        the chat shows; None clears it (a retry answered it). ConversationNotFound when the
+        conversation or the turn is not there."""
+        note = check_outcome(outcome, note)
+        async with self._db.write() as db:
+            await self._visible(db, owner, conv_id)
+            rows = await db.execute_fetchall(
+                sql.SET_OUTCOME, (outcome, note, int(outcome is not None), turn_id, conv_id)
+            )
+        if not rows:
+            raise ConversationNotFound(NOT_FOUND_MESSAGE)

@@ -1,0 +1,93 @@
+"""Two app runtimes ("replicas") on one PostgreSQL through MNEMO_DATABASE_URL: what one writes,
+the other serves — conversations, saved persona versions, the quota — and nothing lands in
+either replica's data dir. Real PostgreSQL, real personas, the real google-genai client against
+the local fake Gemini server."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant import ConfigError, Delta, Done, QuotaExceeded
+from assistant.gemini import GeminiModel
+from assistant.runtime import Runtime
+from personas import BUILTIN_DIR
+from ui.sessions import SECRET_FILE, browser_secret
+
+OWNER = "owner-a"
+
+
+@pytest.fixture
+async def replicas(tmp_path, fake, pg_url):
+    runtimes = [
+        Runtime(
+            tmp_path / f"replica-{n}",
+            model=GeminiModel("test-key", base_url=fake.url),
+            quota_per_hour=3,
+            database_url=pg_url,
+        )
+        for n in (1, 2)
+    ]
+    yield runtimes
+    for rt in runtimes:
+        await rt.close()
+        rt.registry.version_store.close()
+
+
+async def send(conversations, conv_id, text):
+    return [event async for event in conversations.send(OWNER, conv_id, text)]
+
+
+async def test_what_one_replica_writes_the_other_serves(replicas, fake, tmp_path):
+    one, two = [await rt.conversations() for rt in replicas]
+    conv = (await one.create(OWNER)).id
+    fake.reply("Hello ", "from replica one.")
+    events = await send(one, conv, "Hi there")
+    assert isinstance(events[-1], Done) and events[-1].saved
+
+    opened = await two.open(OWNER, conv)
+    assert [(t.role, t.content) for t in opened.transcript.turns] == [
+        ("user", "Hi there"),
+        ("assistant", "Hello from replica one."),
+    ]
+    assert [c.id for c in await two.list(OWNER)] == [conv]
+
+    # A persona saved through one replica is the one the other uses from the next message.
+    text = (BUILTIN_DIR / "finance.yaml").read_text(encoding="utf-8")
+    saved = await one.save_persona(
+        OWNER, text.replace("veto_threshold_pct: 15", "veto_threshold_pct: 40")
+    )
+    assert saved.version == 1
+    served = await two.persona(OWNER, "finance")
+    assert "veto_threshold_pct: 40" in served.yaml_text
+
+    # Nothing of it is in either replica's own data dir.
+    for rt in replicas:
+        assert not (rt.data_dir / "mnemo.db").exists()
+        assert not (rt.data_dir / "personas").exists()
+
+
+async def test_the_quota_counts_across_replicas(replicas, fake):
+    one, two = [await rt.conversations() for rt in replicas]
+    conv = (await one.create(OWNER)).id
+    for conversations in (one, two, one):
+        fake.reply("ok")
+        assert any(isinstance(e, Delta) for e in await send(conversations, conv, "again"))
+        await (await replicas[0].service()).wait_background()
+        await (await replicas[1].service()).wait_background()
+    with pytest.raises(QuotaExceeded, match="3 messages in the last hour"):
+        await send(two, conv, "a fourth, through the other replica")
+
+
+def test_a_database_url_needs_mnemo_secret_at_start_up(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match="set MNEMO_SECRET to the same value on every replica"):
+        browser_secret(tmp_path, None, shared=True)
+    assert not (tmp_path / SECRET_FILE).exists()  # no per-replica secret was generated
+    monkeypatch.setenv("MNEMO_SECRET", "same-everywhere")
+    assert browser_secret(tmp_path, None, shared=True) == "same-everywhere"
+
+
+def test_a_database_url_that_is_not_postgresql_stops_the_runtime(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNEMO_DATABASE_URL", "mysql://u:hunter2@db/mnemo")
+    with pytest.raises(ConfigError, match="postgresql://") as err:
+        Runtime(tmp_path, model=GeminiModel("k"))
+    assert "hunter2" not in str(err.value)
