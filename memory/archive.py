@@ -26,7 +26,7 @@ from . import pins, retention, sql
 from .connection import Connections
 from .errors import ArchiveRefused, InvalidInput, PinRefused
 from .policy import MemoryPolicy
-from .records import Conversation, Turn
+from .records import Conversation, PinnedFact, Turn
 from .validation import (
     MAX_MESSAGE_CHARS,
     OUTCOMES,
@@ -121,18 +121,29 @@ async def export(
                 sql.turn_from_row(r) for r in await conn.execute_fetchall(sql.ALL_TURNS, (conv.id,))
             ]
             pin_rows = await conn.execute_fetchall(sql.CONVERSATION_PINS, (owner, conv.id))
-            conversations.append(_conversation_document(conv, turns, pin_rows))
+            pinned = [sql.pinned_from_row(r) for r in pin_rows]
+            conversations.append(conversation_document(conv, turns, pinned))
         about = await conn.execute_fetchall(sql.ABOUT_ME_PINS, (owner,)) if conv_ids is None else []
+    return document(now, conversations, [sql.pinned_from_row(r) for r in about])
+
+
+def document(
+    now: float, conversations: list[dict[str, Any]], about_me: list[PinnedFact]
+) -> dict[str, Any]:
+    """The export document around its conversations' documents (any backend)."""
     return {
         "format": FORMAT,
         "version": VERSION,
         "exported_at": now,
         "conversations": conversations,
-        "about_me": [_pin_document(sql.pinned_from_row(r)) for r in about],
+        "about_me": [_pin_document(p) for p in about_me],
     }
 
 
-def _conversation_document(conv: Conversation, turns: list[Turn], pin_rows: list) -> dict:
+def conversation_document(
+    conv: Conversation, turns: list[Turn], pinned: list[PinnedFact]
+) -> dict[str, Any]:
+    """One conversation's part of the document: every turn (oldest first) and its pins."""
     position: dict[int, int] = {}
     docs = []
     for turn in turns:
@@ -145,11 +156,11 @@ def _conversation_document(conv: Conversation, turns: list[Turn], pin_rows: list
         "created_at": conv.created_at,
         "retention_minutes": conv.retention_minutes,
         "turns": docs,
-        "pinned": [_pin_document(sql.pinned_from_row(r)) for r in pin_rows],
+        "pinned": [_pin_document(p) for p in pinned],
     }
 
 
-def _pin_document(fact: Any) -> dict[str, Any]:
+def _pin_document(fact: PinnedFact) -> dict[str, Any]:
     return {"content": fact.content, "created_at": fact.created_at}
 
 

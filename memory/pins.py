@@ -58,13 +58,21 @@ async def check_room(
     """PinRefused unless `size` more characters pinned in the scope still fit every
     conversation's pin budget (a conversation's pins + the owner's "about me" pins)."""
     count, chars = (await db.execute_fetchall(sql.PIN_TALLY, (owner, conv_id)))[0]
-    if count >= MAX_PINS:
-        where = "this conversation" if conv_id else "“about me”"
-        raise PinRefused(f"{where} already has {MAX_PINS} pinned facts; delete one first.")
     if conv_id is None:
         beside = (await db.execute_fetchall(sql.LARGEST_CONVERSATION_PINS, (owner,)))[0][0]
     else:
         beside = (await db.execute_fetchall(sql.PIN_TALLY, (owner, None)))[0][1]
+    refuse_unless_room(policy, conv_id, count, chars, beside, size)
+
+
+def refuse_unless_room(
+    policy: MemoryPolicy, conv_id: str | None, count: int, chars: int, beside: int, size: int
+) -> None:
+    """PinRefused unless a fact of `size` fits beside the scope's `count` facts of `chars`
+    characters and the `beside` characters pinned in the other scope (any backend)."""
+    if count >= MAX_PINS:
+        where = "this conversation" if conv_id else "“about me”"
+        raise PinRefused(f"{where} already has {MAX_PINS} pinned facts; delete one first.")
     budget = policy.pin_budget
     if chars + beside + size > budget:
         raise PinRefused(
@@ -114,9 +122,13 @@ async def _message_text(
     if conv_id is None:
         raise PinRefused("A message is pinned from its conversation; open it first.")
     rows = await conn.execute_fetchall(sql.TURN_OF_CONVERSATION, (turn_id, conv_id))
-    if not rows:
+    return fact_of_message(sql.turn_from_row(rows[0]) if rows else None)
+
+
+def fact_of_message(turn: Turn | None) -> str:
+    """A message's text as a fact (clipped to fit); PinRefused for a summary or none."""
+    if turn is None:
         raise PinRefused("That message is no longer in this conversation (undone or reset?).")
-    turn: Turn = sql.turn_from_row(rows[0])
     if turn.is_summary:
         raise PinRefused("A summary cannot be pinned; edit it in the memory panel instead.")
     text = " ".join(turn.content.split())
@@ -164,11 +176,32 @@ async def set_about_me(db: Connections, owner: str, enabled: bool) -> OwnerSetti
 async def set_time_zone(db: Connections, owner: str, zone: str | None) -> OwnerSettings:
     """Record the owner's IANA time zone name (checked by the caller, which knows zoneinfo)."""
     check_owner(owner)
-    if zone is not None and not 1 <= len(zone) <= MAX_TIME_ZONE_CHARS:
-        raise PinRefused(f"A time zone name is 1 to {MAX_TIME_ZONE_CHARS} characters.")
+    check_time_zone(zone)
     async with db.write() as conn:
         await conn.execute(sql.SET_TIME_ZONE, (owner, zone))
     return await settings(db, owner)
+
+
+def check_time_zone(zone: str | None) -> None:
+    if zone is not None and not 1 <= len(zone) <= MAX_TIME_ZONE_CHARS:
+        raise PinRefused(f"A time zone name is 1 to {MAX_TIME_ZONE_CHARS} characters.")
+
+
+def check_summary(policy: MemoryPolicy, text: str | None) -> str:
+    """The user's summary as stored ("" to clear); InvalidSummary when it is too long."""
+    text = (text or "").strip()
+    if len(text) > policy.summary_chars:
+        raise InvalidSummary(
+            f"The summary is {len(text):,} characters; the limit is {policy.summary_chars:,}. "
+            "Shorten it: what does not fit would not reach the model."
+        )
+    return text
+
+
+NO_SUMMARY_YET = (
+    "This conversation has no summary yet; one is written when it grows long. "
+    "To make the assistant keep something in mind now, pin it as a fact."
+)
 
 
 async def write_summary(
@@ -181,12 +214,7 @@ async def write_summary(
 ) -> Turn | None:
     """Replace the latest summary with the user's `text` (None or blank: clear it, so the
     model gets no summary until the next one is written). Returns the new summary turn."""
-    text = (text or "").strip()
-    if len(text) > policy.summary_chars:
-        raise InvalidSummary(
-            f"The summary is {len(text):,} characters; the limit is {policy.summary_chars:,}. "
-            "Shorten it: what does not fit would not reach the model."
-        )
+    text = check_summary(policy, text)
     now = clock()
     async with db.write() as conn:
         await visible(conn, clock, owner, conv_id)
@@ -195,10 +223,7 @@ async def write_summary(
         if latest is None and not text:
             return None  # nothing to clear
         if latest is None:
-            raise InvalidSummary(
-                "This conversation has no summary yet; one is written when it grows long. "
-                "To make the assistant keep something in mind now, pin it as a fact."
-            )
+            raise InvalidSummary(NO_SUMMARY_YET)
         await conn.execute(sql.COMPACT_TURN, (latest.id,))
         if not text:
             return None

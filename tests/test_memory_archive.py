@@ -1,14 +1,15 @@
-"""memory/archive.py through the store: export, import (same context for the next message,
-timestamps kept, bad files refused saving nothing) and deleting all of an owner's data."""
+"""Export, import (same context for the next message, timestamps kept, bad files refused
+saving nothing) and deleting all of an owner's data: the memory contract, on both backends
+(SQLite in a tmp dir, PostgreSQL; tests/memory_backends.py)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
+from memory_backends import rows
 
-from memory import ArchiveRefused, ConversationStore, TurnMetrics, render_memory
+from memory import ArchiveRefused, TurnMetrics, render_memory
 from memory.archive import MAX_ARCHIVE_BYTES
 
 
@@ -22,15 +23,13 @@ class Clock:
 
 
 @pytest.fixture
-async def store(tmp_path):
-    s = await ConversationStore.open(tmp_path, clock=Clock())
-    yield s
-    await s.close()
+async def store(memory_backend):
+    return await memory_backend.open(clock=Clock())
 
 
 async def rich_conversation(store, owner="ana"):
     """Summarized, a user-edited summary, recallable old turns, a tool note, a roundtable
-    reply with its speaker, a pin."""
+    reply with its speaker, replies that ended otherwise (with their outcomes), a pin."""
     conv = await store.create_conversation(owner, persona_id="finance")
     await store.append(owner, conv.id, "user", "The Kestrel invoice is due on 3 May.")
     for i in range(1, 101):
@@ -40,6 +39,11 @@ async def rich_conversation(store, owner="ana"):
     await store.append(owner, conv.id, "user", 'search_memory(query="Kestrel") → ok', origin="tool")
     await store.append(owner, conv.id, "assistant", "Found it.", incomplete=True)
     await store.append(owner, conv.id, "assistant", "Margin holds.", speaker="finance")
+    await store.append(
+        owner, conv.id, "assistant", "The marg", outcome="stopped", outcome_note="Stopped"
+    )
+    question = await store.append(owner, conv.id, "user", "And the Q3 figure?")
+    await store.set_outcome(owner, conv.id, question.id, "failed", "The model is unavailable.")
     await store.pin(owner, conv.id, "Gross-margin red line is 15%")
     return conv
 
@@ -72,7 +76,7 @@ async def test_export_then_import_gives_the_same_context_and_keeps_timestamps(st
     original = await store.transcript("ana", conv.id)
     imported = await store.transcript("bob", copy.id)
     keep = ("role", "content", "created_at", "compacted", "incomplete", "origin", "speaker")
-    keep += ("covers_count",)
+    keep += ("covers_count", "outcome", "outcome_note", "is_summary", "edited", "is_tool_note")
     assert [[getattr(t, k) for k in keep] for t in imported] == [
         [getattr(t, k) for k in keep] for t in original
     ]
@@ -88,6 +92,16 @@ async def test_export_then_import_gives_the_same_context_and_keeps_timestamps(st
     ).summaries
     assert [p.content for p in await store.about_me("bob")] == ["I live in Porto"]
     assert await store.search("bob", "Kestrel")  # indexed like any turn
+    assert {t.outcome for t in imported} == {None, "stopped", "failed"}
+
+    # Summaries cover the same messages, by position (ids are each database's own).
+    def covered(turns):
+        ids = [t.id for t in turns]
+        return [
+            (ids.index(t.covers_from_id), ids.index(t.covers_to_id)) for t in turns if t.is_summary
+        ]
+
+    assert covered(imported) == covered(original)
 
 
 async def test_exporting_one_conversation_leaves_about_me_out(store):
@@ -187,7 +201,7 @@ async def test_an_oversized_file_is_refused_before_parsing(store):
         await store.import_archive("ana", raw)
 
 
-async def test_delete_all_my_data_removes_everything_of_that_owner_only(store):
+async def test_delete_all_my_data_removes_everything_of_that_owner_only(store, memory_backend):
     await rich_conversation(store, "ana")
     await rich_conversation(store, "ana")
     kept = await rich_conversation(store, "bob")
@@ -198,12 +212,16 @@ async def test_delete_all_my_data_removes_everything_of_that_owner_only(store):
     assert await store.list_conversations("ana") == []
     assert await store.about_me("ana") == [] and not (await store.settings("ana")).about_me
     assert await store.search("ana", "Kestrel") == []
-    with sqlite3.connect(store.path) as db:
-        left = db.execute(
-            "SELECT (SELECT count(*) FROM pinned_facts WHERE owner = 'ana'), "
-            "(SELECT count(*) FROM turns_fts), (SELECT count(*) FROM turns)"
-        ).fetchone()
+    # What is left in the tables is bob's: turns, their search index (SQLite's FTS5 table;
+    # PostgreSQL's lives in the turns' rows), pins and settings.
+    index = "turns_fts" if memory_backend.name == "sqlite" else "turns"
+    (left,) = rows(
+        store,
+        "SELECT (SELECT count(*) FROM pinned_facts WHERE owner = 'ana'), "
+        f"(SELECT count(*) FROM {index}), (SELECT count(*) FROM turns), "
+        "(SELECT count(*) FROM owner_settings WHERE owner = 'ana')",
+    )
     bob_turns = len(await store.transcript("bob", kept.id))
-    assert left == (0, bob_turns, bob_turns)
+    assert left == (0, bob_turns, bob_turns, 0)
     assert await store.count_turn_requests("ana", since=0) == 1  # the quota is not reset
     assert len(await store.list_conversations("bob")) == 1

@@ -1,15 +1,15 @@
-"""memory/pins.py through the store: pinned facts, "about me", the user's summary, reset that
-forgets, per-part metrics. Real SQLite in a tmp dir."""
+"""Pinned facts, "about me", the user's summary, reset that forgets, per-part metrics: the
+memory contract, on both backends (SQLite in a tmp dir, PostgreSQL; tests/memory_backends.py)."""
 
 from __future__ import annotations
 
-import sqlite3
+import asyncio
 
 import pytest
+from memory_backends import rows
 
 from memory import (
     ConversationNotFound,
-    ConversationStore,
     ExtractiveSummarizer,
     InvalidRole,
     InvalidSummary,
@@ -24,10 +24,8 @@ FACT = "I'm vegetarian"
 
 
 @pytest.fixture
-async def store(tmp_path):
-    s = await ConversationStore.open(tmp_path)
-    yield s
-    await s.close()
+async def store(memory_backend):
+    return await memory_backend.open()
 
 
 async def long_conversation(store, owner="ana", n=101):
@@ -96,22 +94,41 @@ async def test_bad_facts_are_refused_and_nothing_is_pinned(store, text, error):
     assert await store.pinned("ana", conv.id) == []
 
 
-async def test_pins_are_capped_by_the_budget_and_by_count(tmp_path):
+async def test_pins_are_capped_by_the_budget_and_by_count(memory_backend):
     policy = MemoryPolicy(pinned_chars=1_000)
-    async with await ConversationStore.open(tmp_path, policy=policy) as store:
-        conv = await store.create_conversation("ana")
-        await store.pin("ana", conv.id, "a" * 500)
-        await store.pin("ana", None, "b" * 400)  # about me counts beside every conversation
-        with pytest.raises(PinRefused, match=r"1,000 characters.*900 are used.*needs 101"):
-            await store.pin("ana", conv.id, "c" * 101)
-        with pytest.raises(PinRefused, match="900 are used"):
-            await store.pin("ana", None, "d" * 101)
-        await store.pin("ana", conv.id, "c" * 100)  # exactly full
-        other = await store.create_conversation("ana")
-        for i in range(MAX_PINS):
-            await store.pin("ana", other.id, f"f{i}")
-        with pytest.raises(PinRefused, match="already has 50"):
-            await store.pin("ana", other.id, "one more")
+    store = await memory_backend.open(policy=policy)
+    conv = await store.create_conversation("ana")
+    await store.pin("ana", conv.id, "a" * 500)
+    await store.pin("ana", None, "b" * 400)  # about me counts beside every conversation
+    with pytest.raises(PinRefused, match=r"1,000 characters.*900 are used.*needs 101"):
+        await store.pin("ana", conv.id, "c" * 101)
+    with pytest.raises(PinRefused, match="900 are used"):
+        await store.pin("ana", None, "d" * 101)
+    await store.pin("ana", conv.id, "c" * 100)  # exactly full
+    other = await store.create_conversation("ana")
+    for i in range(MAX_PINS):
+        await store.pin("ana", other.id, f"f{i}")
+    with pytest.raises(PinRefused, match="already has 50"):
+        await store.pin("ana", other.id, "one more")
+
+
+async def test_pins_written_at_once_by_two_stores_never_exceed_the_budget(memory_backend):
+    # Two replicas (or two processes on one SQLite file) pinning at the same moment: the
+    # budget check and the insert are one step, so exactly what fits is pinned.
+    policy = MemoryPolicy(pinned_chars=1_000)
+    first, second = [await memory_backend.open(policy=policy) for _ in range(2)]
+    conv = await first.create_conversation("ana")
+
+    async def attempt(store, i):
+        try:
+            return await store.pin("ana", conv.id if i % 2 else None, f"{i:02d}" + "x" * 298)
+        except PinRefused:
+            return None
+
+    results = await asyncio.gather(*(attempt((first, second)[i % 2], i) for i in range(10)))
+    assert len([r for r in results if r is not None]) == 3  # 3 x 300 <= 1,000 < 4 x 300
+    pinned = await first.pinned("ana", conv.id) + await second.about_me("ana")
+    assert sum(len(p.content) for p in pinned) == 900
 
 
 async def test_about_me_is_off_by_default_and_reaches_every_conversation_when_on(store):
@@ -210,7 +227,7 @@ async def test_reset_forgets_title_pins_and_every_searchable_trace(store):
     assert await store.count_turn_requests("ana", since=0) == 1
 
 
-async def test_metrics_keep_the_characters_of_each_part_never_text(store):
+async def test_metrics_keep_the_characters_of_each_part_never_text(store, memory_backend):
     conv = await store.create_conversation("ana")
     parts = dict(persona_chars=900, pinned_chars=14, summary_chars=0, recalled_chars=0)
     await store.record_metrics(
@@ -218,13 +235,17 @@ async def test_metrics_keep_the_characters_of_each_part_never_text(store):
     )
     await store.record_metrics("ana", conv.id, TurnMetrics(model="m", input_tokens=7))
     await store.record_metrics("bob", conv.id, TurnMetrics(model="m"))  # not ana's
-    rows = await store.conversation_metrics("ana", conv.id)
-    assert [r.metrics.persona_chars for r in rows] == [900, None]
-    assert rows[0].metrics.budget_chars == 12_000 and rows[1].metrics.input_tokens == 7
+    plotted = await store.conversation_metrics("ana", conv.id)
+    assert [r.metrics.persona_chars for r in plotted] == [900, None]
+    assert plotted[0].metrics.budget_chars == 12_000 and plotted[1].metrics.input_tokens == 7
     with pytest.raises(ValueError, match="pinned_chars"):
         TurnMetrics(model="m", pinned_chars=-1)
-    with sqlite3.connect(store.path) as db:
-        columns = [r[1] for r in db.execute("PRAGMA table_info(turn_metrics)")]
+    if memory_backend.name == "sqlite":
+        columns = [r[1] for r in rows(store, "PRAGMA table_info(turn_metrics)")]
+    else:
+        statement = "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+        columns = [r[0] for r in rows(store, statement, ("turn_metrics",))]
+    assert "pinned_chars" in columns
     assert not [c for c in columns if "text" in c or "content" in c]
 
 

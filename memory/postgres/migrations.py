@@ -187,6 +187,52 @@ async def m007_turn_outcomes(conn: AsyncConnection) -> None:
     )
 
 
+@migration
+async def m008_memory_steering(conn: AsyncConnection) -> None:
+    # Memory the user sees and steers (SQLite's m009_memory_steering, the same tables, columns
+    # and checks): `origin` marks a summary the user edited and the tool notes on the user's
+    # side; pinned facts live beside the turns, so summarization never folds them (a NULL
+    # conversation is an "about me" fact); owner settings; metrics gain each part's size.
+    await _run(
+        conn,
+        "ALTER TABLE turns ADD COLUMN origin text CHECK (origin IS NULL "
+        "OR (origin = 'edited' AND role = 'summary') OR (origin = 'tool' AND role = 'user'))",
+        """
+        CREATE TABLE pinned_facts (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            owner text NOT NULL CHECK (char_length(owner) BETWEEN 1 AND 200),
+            conversation_id text REFERENCES conversations (id) ON DELETE CASCADE,
+            content text NOT NULL CHECK (char_length(content) BETWEEN 1 AND 500),
+            created_at double precision NOT NULL,
+            source_turn_id bigint
+        )
+        """,
+        "CREATE INDEX pinned_facts_scope ON pinned_facts (owner, conversation_id, id)",
+        "CREATE INDEX pinned_facts_conversation ON pinned_facts (conversation_id)",
+        """
+        CREATE TABLE owner_settings (
+            owner text PRIMARY KEY CHECK (char_length(owner) BETWEEN 1 AND 200),
+            about_me boolean NOT NULL DEFAULT false,
+            time_zone text CHECK (time_zone IS NULL OR char_length(time_zone) BETWEEN 1 AND 64)
+        )
+        """,
+        *(
+            f"ALTER TABLE turn_metrics ADD COLUMN {name} integer CHECK ({name} IS NULL "
+            f"OR {name} >= 0)"
+            for name in (
+                "persona_chars",
+                "pinned_chars",
+                "summary_chars",
+                "recalled_chars",
+                "recent_chars",
+                "budget_chars",
+            )
+        ),
+        "CREATE INDEX turn_metrics_conversation ON turn_metrics (conversation_id, id) "
+        "WHERE conversation_id IS NOT NULL",
+    )
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:

@@ -15,7 +15,7 @@ from ..recall import (
     snippet,
 )
 from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
-from ..sql import KIND_CONVERSATION, turn_from_row
+from ..sql import KIND_CONVERSATION, KIND_PINNED, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
 from . import sql
 from .text import cjk_patterns, word_query
@@ -101,9 +101,8 @@ class Reads:
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
         # same pure assembly applies.
         counters = (KIND_CONVERSATION, rows[0][0], rows[0][1])
-        return assemble_context(
-            [counters, *(r[2:] for r in rows if r[2] is not None)], policy, terms
-        )
+        shaped = [sql.pinned_row(r[2:]) if r[2] == KIND_PINNED else r[2:] for r in rows]
+        return assemble_context([counters, *(r for r in shaped if r[0] is not None)], policy, terms)
 
     async def search(
         self,
@@ -156,14 +155,15 @@ class Reads:
         window = await self.context(owner, conv_id)
         now = self._clock()
         rows = await self._fetch(
-            f"SELECT {sql.CONVERSATION_COLUMNS}, summary_count, summarizing_until "
+            f"SELECT {sql.CONVERSATION_COLUMNS}, summary_count, summarizing_until, "
+            "coalesce((SELECT about_me FROM owner_settings WHERE owner = %(owner)s), false) "
             f"FROM conversations WHERE id = %(conv)s AND owner = %(owner)s AND {sql.VISIBLE}",
             {"conv": conv_id, "owner": owner, "now": now},
         )
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
-        conv = Conversation(*rows[0][:-2])
-        summary_count, leased_until = rows[0][-2], rows[0][-1]
+        conv = Conversation(*rows[0][:-3])
+        summary_count, leased_until, about_me_on = rows[0][-3:]
         return MemoryStatus(
             total=conv.message_count,
             active=conv.active_count,
@@ -176,4 +176,9 @@ class Reads:
             or (leased_until is not None and leased_until > now),
             retention_minutes=conv.retention_minutes,
             expires_at=conv.expires_at,
+            pinned=len(window.pinned),
+            pinned_chars=window.part_chars()["pinned"],
+            summary_edited=bool(window.summary and window.summary.edited),
+            about_me_on=about_me_on,
+            about_me_pins=sum(p.about_me for p in window.pinned),
         )

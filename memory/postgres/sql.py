@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ..sql import KIND_HIT, KIND_NEXT, KIND_PREV, KIND_RECENT, KIND_SUMMARY
+from ..sql import (
+    KIND_HIT,
+    KIND_NEXT,
+    KIND_PINNED,
+    KIND_PREV,
+    KIND_RECENT,
+    KIND_SUMMARY,
+    METRICS_COLUMNS,
+)
 
 CONVERSATION_COLUMNS = (
     "id, owner, title, persona_id, persona_version, retention_minutes, created_at, "
@@ -21,6 +29,7 @@ TURN_NAMES = (
     "covers_count",
     "incomplete",
     "speaker",
+    "origin",
     "outcome",
     "outcome_note",
 )
@@ -54,7 +63,7 @@ TRANSCRIPT_SQL = _OUTER.format(
     "ORDER BY id DESC LIMIT %(limit)s"
 )
 
-# context(): every row is (message_count, active_count, kind, 14 turn columns, rank,
+# context(): every row is (message_count, active_count, kind, 15 turn columns, rank,
 # neighbour_of), like the SQLite backend's single statement.
 _RECENT_CTE = (
     f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = %(conv)s "
@@ -64,8 +73,23 @@ _BASE = (
     f"SELECT * FROM (SELECT {KIND_SUMMARY} AS kind, {TURN_COLUMNS}, NULL::float8 AS rank, "
     "NULL::bigint AS neighbour_of FROM turns WHERE conversation_id = c.id AND NOT compacted "
     "AND is_summary ORDER BY id DESC LIMIT 1) s "
-    f"UNION ALL SELECT {KIND_RECENT}, recent.*, NULL, NULL FROM recent"
+    f"UNION ALL SELECT {KIND_RECENT}, recent.*, NULL, NULL FROM recent "
+    # The conversation's pins, and the owner's "about me" pins when the owner turned them on.
+    # A UNION's columns keep one type each, so a pin's columns go where the types match (id,
+    # owner, conversation, content, created_at; source turn in covers_from_id): pinned_row().
+    f"UNION ALL SELECT {KIND_PINNED}, p.id, p.owner, p.conversation_id, p.content, "
+    "p.created_at, NULL, NULL, p.source_turn_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "NULL, NULL FROM pinned_facts p WHERE p.owner = c.owner AND (p.conversation_id = c.id OR "
+    "(p.conversation_id IS NULL AND EXISTS (SELECT 1 FROM owner_settings o "
+    "WHERE o.owner = c.owner AND o.about_me)))"
 )
+
+
+def pinned_row(row: tuple) -> tuple:
+    """A KIND_PINNED context row in the shape SQLite's has: (kind, memory.sql.PINNED_COLUMNS)."""
+    return (row[0], *row[1:6], row[8])
+
+
 CONTEXT_SQL = f"WITH {_RECENT_CTE} " + _OUTER.format(inner=_BASE)
 
 
@@ -134,9 +158,9 @@ APPEND_SQL = (
     "ELSE %(now)s + retention_minutes * 60.0 END, title = coalesce(title, %(title)s) "
     f"WHERE id = %(conv)s AND owner = %(owner)s AND {VISIBLE} RETURNING id) "
     "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
-    "outcome, outcome_note, words, cjk) SELECT c.id, %(role)s, %(content)s, %(when)s, "
-    "%(incomplete)s, %(speaker)s, %(outcome)s, %(outcome_note)s, %(words)s::tsvector, "
-    "%(cjk_text)s FROM c RETURNING id"
+    "origin, outcome, outcome_note, words, cjk) SELECT c.id, %(role)s, %(content)s, %(when)s, "
+    "%(incomplete)s, %(speaker)s, %(origin)s, %(outcome)s, %(outcome_note)s, "
+    "%(words)s::tsvector, %(cjk_text)s FROM c RETURNING id"
 )
 
 TRAILING_ACTIVE_SQL = (
@@ -164,4 +188,10 @@ FOLD_TURNS_SQL = (
 LATEST_SUMMARY_SQL = (
     f"SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = %(conv)s AND NOT compacted "
     "AND is_summary ORDER BY id DESC LIMIT 1"
+)
+
+# One model call's numbers (never text), in memory.records.TurnMetrics order after the first 3.
+INSERT_METRICS_SQL = (
+    f"INSERT INTO turn_metrics (owner, conversation_id, created_at, {METRICS_COLUMNS}) "
+    "VALUES (" + ", ".join(["%s"] * (3 + len(METRICS_COLUMNS.split(",")))) + ")"
 )

@@ -28,14 +28,15 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import astuple
 
 import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, StorageUnavailable
+from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, InvalidRole, StorageUnavailable
 from ..policy import MemoryPolicy
-from ..records import Conversation, Outcome, ResetResult, Turn, TurnMetrics
+from ..records import Conversation, Origin, Outcome, ResetResult, Turn, TurnMetrics
 from ..retention import PURGE_CONVERSATIONS, PURGE_TURNS, expires_at, purge_due
 from ..sql import conversation_from_row, turn_from_row
 from ..summarize import ExtractiveSummarizer, Summarizer
@@ -55,6 +56,7 @@ from .fold import Folding
 from .migrations import migrate
 from .reads import Reads
 from .replies import Replies
+from .steering import Steering
 from .text import check_text, index_cjk, index_words
 from .tokens import Tokens
 
@@ -111,7 +113,7 @@ def unavailable(exc: BaseException, url: str) -> StorageUnavailable:
     return StorageUnavailable(f"The memory database at {safe_url(url)} failed ({exc}): {advice}.")
 
 
-class PostgresStore(Reads, Folding, Tokens, Replies):
+class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
     """Owns the Mnemo schema in one PostgreSQL database: conversations, turns, summaries,
     metrics. Open with `await PostgresStore.open(url)`."""
 
@@ -321,13 +323,17 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
         incomplete: bool = False,
         created_at: float | None = None,
         speaker: str | None = None,
+        origin: Origin | None = None,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
     ) -> Turn:
         """Save a message (a first user message titles the conversation); `created_at` (epoch
         seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
-        `outcome` and its note say how a reply ended when not as planned (then incomplete)."""
+        `origin="tool"`: a tool note (a user turn); `outcome` and its note say how a reply
+        ended when not as planned (then incomplete)."""
         validate_message(role, content, speaker)
+        if origin is not None and (origin, role) != ("tool", "user"):
+            raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
         outcome_note = check_outcome(outcome, outcome_note)
         incomplete = incomplete or outcome is not None
         check_text(content, speaker, outcome_note)
@@ -340,12 +346,13 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
                 "owner": owner,
                 "now": now,
                 "chars": len(content),
-                "title": make_title(content) if role == "user" else None,
+                "title": make_title(content) if role == "user" and origin is None else None,
                 "role": role,
                 "content": content,
                 "when": when,
                 "incomplete": incomplete,
                 "speaker": speaker,
+                "origin": origin,
                 "outcome": outcome,
                 "outcome_note": outcome_note,
                 "words": index_words(content),
@@ -355,17 +362,9 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         await self._maybe_purge()
-        return Turn(  # type: ignore[arg-type]  (the role was validated above)
-            rows[0][0],
-            conv_id,
-            role,
-            content,
-            when,
-            incomplete=incomplete,
-            speaker=speaker,
-            outcome=outcome,
-            outcome_note=outcome_note,
-        )
+        flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
+        flags |= {"outcome": outcome, "outcome_note": outcome_note}
+        return Turn(rows[0][0], conv_id, role, content, when, **flags)  # type: ignore[arg-type]
 
     async def import_conversation(
         self,
@@ -430,7 +429,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
             dropped: list[Turn] = []
             for t in await self._trailing_active(conn, conv_id):
                 dropped.append(t)
-                if t.role == "user":
+                if t.role == "user" and not t.is_tool_note:
                     break
             else:
                 return []
@@ -438,26 +437,26 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
         return list(reversed(dropped))
 
     async def drop_last_reply(self, owner: str, conv_id: str) -> Turn | None:
-        """For "retry": remove the assistant turn(s) after the last user message.
-
-        Returns the newest removed reply, or None when the conversation ends on a user message.
-        """
+        """For "retry": remove the reply (and its tool notes) after the last user message.
+        Returns the newest removed reply, or None when the conversation ends on a user message."""
         async with self._write() as conn:
             await self._locked(conn, owner, conv_id)
             dropped: list[Turn] = []
             for t in await self._trailing_active(conn, conv_id):
-                if t.role != "assistant":
+                if t.role != "assistant" and not t.is_tool_note:
                     break
                 dropped.append(t)
-            if not dropped:
+            replies = [t for t in dropped if t.role == "assistant"]
+            if not replies:
                 return None
             await self._remove_turns(conn, conv_id, dropped)
-        return dropped[0]
+        return replies[0]
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
-        """Clear every turn and summary of the conversation; the conversation stays, empty."""
+        """Forget the conversation's turns, summaries, pins, title and plots ("about me" stays);
+        the conversation stays, empty."""
         async with self._write() as conn:
-            await self._locked(conn, owner, conv_id)
+            conv = await self._locked(conn, owner, conv_id)
             cur = await conn.execute(
                 "SELECT count(*) FILTER (WHERE NOT is_summary), count(*) FILTER (WHERE "
                 "is_summary), coalesce(sum(char_length(content)) FILTER (WHERE NOT is_summary), 0) "
@@ -466,12 +465,21 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
             )
             turns, summaries, chars = await cur.fetchone()
             await conn.execute("DELETE FROM turns WHERE conversation_id = %s", (conv_id,))
+            pinned = await conn.execute(
+                "DELETE FROM pinned_facts WHERE conversation_id = %s", (conv_id,)
+            )
+            # Reset means forget: the title was taken from the first message, so it goes too.
             await conn.execute(
                 "UPDATE conversations SET message_count = 0, active_count = 0, chars = 0, "
-                "summary_count = 0, summarizing_until = NULL WHERE id = %s",
+                "summary_count = 0, summarizing_until = NULL, title = NULL WHERE id = %s",
                 (conv_id,),
             )
-        return ResetResult(turns=turns, summaries=summaries, chars=int(chars))
+            # The plots restart; the rows stay, detached, for the quota.
+            await conn.execute(
+                "UPDATE turn_metrics SET conversation_id = NULL WHERE conversation_id = %s",
+                (conv_id,),
+            )
+        return ResetResult(turns, summaries, int(chars), pinned.rowcount, conv.title is not None)
 
     # -- metrics ------------------------------------------------------------------------
 
@@ -480,24 +488,8 @@ class PostgresStore(Reads, Folding, Tokens, Replies):
         so the quota cannot be reset by deleting conversations."""
         check_owner(owner)
         check_text(owner, metrics.model, metrics.error_kind, metrics.persona_id)
-        await self._fetch(
-            "INSERT INTO turn_metrics (owner, conversation_id, model, input_tokens, "
-            "output_tokens, latency_ms, first_token_ms, status, error_kind, created_at, "
-            "persona_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (
-                owner,
-                conv_id,
-                metrics.model,
-                metrics.input_tokens,
-                metrics.output_tokens,
-                metrics.latency_ms,
-                metrics.first_token_ms,
-                metrics.status,
-                metrics.error_kind,
-                self._clock(),
-                metrics.persona_id,
-            ),
-        )
+        row = (owner, conv_id, self._clock(), *astuple(metrics))
+        await self._fetch(sql.INSERT_METRICS_SQL + " RETURNING id", row)
 
     async def count_turn_requests(self, owner: str, since: float) -> int:
         """How many model calls the owner made since `since` (epoch seconds): the quota count."""
