@@ -308,8 +308,9 @@ def test_new_chat_switch_rename_and_delete(context, server):
 
     page.locator("#delete-btn").click()
     expect(page.locator("#delete-confirm-text")).to_contain_text("Renamed topic")
+    expect(page.locator("#delete-confirm")).to_have_count(1)  # one box, one id
     page.locator("#delete-no").click()
-    expect(page.locator("#delete-yes")).to_be_hidden()
+    expect(page.locator("#delete-confirm")).to_be_hidden()
     expect(sidebar_items(page)).to_have_count(2)
 
     page.locator("#delete-btn").click()
@@ -354,6 +355,9 @@ def test_reset_command_and_button_empty_memory(context, server, fake):
 
     page.locator("#reset-btn").click()  # asks first, saying what will go
     expect(page.locator("#reset-confirm-text")).to_contain_text("2 messages")
+    # One box: a gr.Group put its id on two nested divs, and a check of "#reset-confirm"
+    # then failed whenever it ran before the cancel had removed both.
+    expect(page.locator("#reset-confirm")).to_have_count(1)
     page.locator("#reset-no").click()
     expect(page.locator("#reset-confirm")).to_be_hidden()
     expect(badge(page)).to_contain_text("Remembering 2 messages")

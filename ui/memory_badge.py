@@ -16,7 +16,7 @@ from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
-from ui.page import QUIET, ChatView, Page, extended, outputs, render_chat
+from ui.page import QUIET, ChatView, Page, confirmation, extended, outputs, render_chat
 
 log = logging.getLogger("mnemo.app")
 
@@ -83,7 +83,7 @@ async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> 
 class MemoryBadge:
     badge: gr.Markdown
     reset: gr.Button
-    reset_confirm: gr.Group
+    reset_confirm: gr.Column
     reset_text: gr.Markdown
     reset_yes: gr.Button
     reset_no: gr.Button
@@ -94,7 +94,7 @@ def render_badge() -> MemoryBadge:
     with gr.Row(elem_id="chat-header", equal_height=True):
         badge = gr.Markdown(elem_id="memory-badge")
         reset_btn = gr.Button(t("reset"), size="sm", scale=0, min_width=140, elem_id="reset-btn")
-    with gr.Group(visible=False, elem_id="reset-confirm") as confirm:
+    with confirmation("reset-confirm") as confirm:
         text = gr.Markdown(elem_id="reset-confirm-text")
         with gr.Row():
             yes = gr.Button(t("forget_it"), size="sm", variant="stop", elem_id="reset-yes")

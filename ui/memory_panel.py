@@ -24,7 +24,7 @@ from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
-from ui.page import QUIET, ChatView, Page, extended, outputs, render_chat
+from ui.page import QUIET, ChatView, Page, confirmation, extended, outputs, render_chat
 
 log = logging.getLogger("mnemo.app")
 
@@ -324,7 +324,7 @@ class MemoryPanel:
     export_file: gr.File
     import_file: gr.UploadButton
     delete_all: gr.Button
-    delete_all_confirm: gr.Group
+    delete_all_confirm: gr.Column
     delete_all_text: gr.Markdown
     delete_all_yes: gr.Button
     delete_all_no: gr.Button
@@ -425,7 +425,7 @@ def render() -> MemoryPanel:
         export = gr.File(
             visible=False, interactive=False, elem_id="export-file", label=t("mp_export_file")
         )
-        with gr.Group(visible=False, elem_id="delete-all-confirm") as confirm:
+        with confirmation("delete-all-confirm") as confirm:
             confirm_text = gr.Markdown(elem_id="delete-all-text")
             with gr.Row():
                 yes = gr.Button(

@@ -8,6 +8,8 @@ names, so no event counts tuple positions. Each panel module builds its own comp
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -23,6 +25,15 @@ from ui.errors import require_owner, user_errors
 # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
 # The events are the UI's own, not an API: keep them out of the API and its docs.
 QUIET: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+
+
+@contextlib.contextmanager
+def confirmation(elem_id: str) -> Iterator[gr.Column]:
+    """A hidden box for a question before something is forgotten ("Forget it" / "Cancel"),
+    shown with gr.update(visible=True). A gr.Group puts its elem_id on two nested divs
+    (Gradio 6.31), so the id goes on a Column around the group: one element to find."""
+    with gr.Column(visible=False, elem_id=elem_id) as box, gr.Group():
+        yield box
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ui.page import (
     QUIET,
     ChatView,
     Page,
+    confirmation,
     extended,
     open_latest,
     outputs,
@@ -196,7 +197,7 @@ class Sidebar:
     rename: gr.Button
     delete: gr.Button
     retention: gr.Dropdown
-    confirm_row: gr.Group
+    confirm_row: gr.Column
     confirm_text: gr.Markdown
     confirm_yes: gr.Button
     confirm_no: gr.Button
@@ -263,7 +264,7 @@ def render(rt: Runtime) -> Sidebar:
                 label=t("memory"),
                 elem_id="retention",
             )
-            with gr.Group(visible=False, elem_id="delete-confirm") as confirm_row:
+            with confirmation("delete-confirm") as confirm_row:
                 confirm_text = gr.Markdown(elem_id="delete-confirm-text")
                 with gr.Row():
                     confirm_yes = gr.Button(
