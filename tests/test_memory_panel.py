@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import gradio as gr
 import pytest
 
 from assistant.badge import badge_text
@@ -169,3 +170,24 @@ async def test_delete_everything_removes_all_of_the_owner_and_nothing_else(conve
     assert [v.version for v in await conversations.persona_versions(OWNER, "assistant")] == [0]
     assert (await conversations.search(OWNER, "Kestrel")).results == []
     assert len((await conversations.search(OTHER, "Kestrel")).results) == 1
+
+
+async def test_a_refresh_after_a_reply_leaves_unchanged_lists_and_their_ticks(rt, conversations):
+    # A reply finishing refreshes the panel; a list of facts that has not changed is left as
+    # it is on screen (a fact just ticked for deletion stays ticked), a changed one is redrawn.
+    from ui.memory_panel import panel_view, refresh_panel
+
+    conv = await conversations.create(OWNER)
+    keep = await conversations.pin(OWNER, conv.id, "I'm vegetarian")
+    gone = await conversations.pin(OWNER, conv.id, "Allergic to nuts")
+    about = await conversations.pin(OWNER, None, "I live in Porto", about_me=True)
+    shown = await panel_view(rt, OWNER, conv.id)
+    assert (shown.pins_shown, shown.about_me_shown) == ((keep.id, gone.id), (about.id,))
+    await send(conversations, conv.id, "What should I cook?")
+    view = await refresh_panel(rt, OWNER, conv.id, shown.pins_shown, shown.about_me_shown)
+    assert view.pinned_facts == gr.skip()
+    assert view.about_me_facts == gr.skip()
+    await conversations.unpin(OWNER, gone.id)  # e.g. in another tab
+    view = await refresh_panel(rt, OWNER, conv.id, shown.pins_shown, shown.about_me_shown)
+    assert view.pinned_facts["choices"] == [("I'm vegetarian", keep.id)]
+    assert view.pinned_facts["value"] == [] and view.pins_shown == (keep.id,)

@@ -41,6 +41,10 @@ class PanelView(NamedTuple):
     pinned_facts: Any  # CheckboxGroup update: (fact, id) choices
     about_me_toggle: Any
     about_me_facts: Any
+    # The fact ids each list shows: a refresh that finds the same leaves the list (and the
+    # user's ticks) alone, so a reply finishing cannot untick a fact about to be deleted.
+    pins_shown: Any
+    about_me_shown: Any
     recall_preview: str
     plot_parts: Any
     plot_tokens: Any
@@ -57,6 +61,8 @@ def empty_panel() -> PanelView:
         pinned_facts=gr.update(choices=[], value=[]),
         about_me_toggle=gr.skip(),
         about_me_facts=gr.skip(),
+        pins_shown=(),
+        about_me_shown=gr.skip(),
         recall_preview=views.recall_markdown([], None),
         plot_parts=parts,
         plot_tokens=tokens,
@@ -76,6 +82,7 @@ async def panel_view(
         return empty_panel()._replace(
             about_me_toggle=gr.update(value=panel.about_me_on),
             about_me_facts=gr.update(choices=views.fact_choices(panel.about_me), value=[]),
+            about_me_shown=_ids(panel.about_me),
         )
     parts, tokens, latency = views.plot_frames(panel.metrics)
     return PanelView(
@@ -88,6 +95,8 @@ async def panel_view(
         pinned_facts=gr.update(choices=views.fact_choices(panel.pinned), value=[]),
         about_me_toggle=gr.update(value=panel.about_me_on),
         about_me_facts=gr.update(choices=views.fact_choices(panel.about_me), value=[]),
+        pins_shown=_ids(panel.pinned),
+        about_me_shown=_ids(panel.about_me),
         # Only the draft handler fills it: a refresh after a turn must not wipe it.
         recall_preview=views.recall_markdown(panel.recalled, draft) if draft else gr.skip(),
         plot_parts=parts,
@@ -96,15 +105,29 @@ async def panel_view(
     )
 
 
+def _ids(facts: Any) -> tuple[int, ...]:
+    return tuple(f.id for f in facts)
+
+
 async def refresh_panel(
-    rt: Runtime, owner: str, conversation_id: str | None, shown_summary: int | None = None
+    rt: Runtime,
+    owner: str,
+    conversation_id: str | None,
+    pins_shown: tuple[int, ...] | None = None,
+    about_me_shown: tuple[int, ...] | None = None,
+    shown_summary: int | None = None,
 ) -> PanelView:
     """After a turn, a switch or a reset. The summary box keeps what the user is typing
-    unless the summary itself changed (a new one was written, or it went)."""
+    unless the summary itself changed (a new one was written, or it went); a list of facts
+    that has not changed is left as it is, with the user's ticks."""
     with user_errors("show the memory panel"):
         view = await panel_view(rt, owner, conversation_id)
         if shown_summary is not None and view.summary_id == shown_summary:
             view = view._replace(summary_text=gr.skip())
+        if pins_shown is not None and view.pins_shown == tuple(pins_shown):
+            view = view._replace(pinned_facts=gr.skip())
+        if about_me_shown is not None and view.about_me_shown == tuple(about_me_shown):
+            view = view._replace(about_me_facts=gr.skip())
         return view
 
 
@@ -329,6 +352,8 @@ class MemoryPanel:
     delete_all_yes: gr.Button
     delete_all_no: gr.Button
     time_zone: gr.Textbox
+    pins_shown: gr.State
+    about_me_shown: gr.State
 
 
 def render() -> MemoryPanel:
@@ -462,6 +487,8 @@ def render() -> MemoryPanel:
         yes,
         no,
         time_zone,
+        gr.State(None),
+        gr.State(None),
     )
 
 
@@ -472,9 +499,14 @@ def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> None:
     refresh = partial(refresh_panel, rt)
     # Whenever the conversation shown changes (open, switch, send, reset, ...), so does the panel.
     # The badge changes once per turn (not per streamed chunk), and with a reset or an edit.
-    conv.change(refresh, [owner, conv], panel_out, **QUIET)
+    shown = [panel.pins_shown, panel.about_me_shown]
+    conv.change(refresh, [owner, conv, *shown], panel_out, **QUIET)
     page.badge.change(
-        refresh, [owner, conv, panel.summary_id], panel_out, trigger_mode="always_last", **QUIET
+        refresh,
+        [owner, conv, *shown, panel.summary_id],
+        panel_out,
+        trigger_mode="always_last",
+        **QUIET,
     )
     loaded.then(refresh, [owner, conv], panel_out, **QUIET).then(
         partial(remember_time_zone, rt),
