@@ -76,6 +76,10 @@ EXPECTED_SCHEMA = [
     ("column", "turn_metrics.owner", "text NOT NULL"),
     ("column", "turn_metrics.persona_id", "text"),
     ("column", "turn_metrics.status", "text NOT NULL"),
+    ("column", "turn_vectors.conversation_id", "text NOT NULL"),
+    ("column", "turn_vectors.model", "text NOT NULL"),
+    ("column", "turn_vectors.turn_id", "bigint NOT NULL"),
+    ("column", "turn_vectors.vector", "bytea NOT NULL"),
     ("column", "turns.cjk", "text"),
     ("column", "turns.compacted", "boolean NOT NULL DEFAULT false"),
     ("column", "turns.content", "text NOT NULL"),
@@ -166,6 +170,17 @@ EXPECTED_SCHEMA = [
         "constraint",
         "turn_metrics.turn_metrics_status_check",
         "CHECK ((status = ANY (ARRAY['ok'::text, 'error'::text, 'stopped'::text, 'refused'::text])))",
+    ),
+    ("constraint", "turn_vectors.turn_vectors_pkey", "PRIMARY KEY (turn_id)"),
+    (
+        "constraint",
+        "turn_vectors.turn_vectors_turn_id_fkey",
+        "FOREIGN KEY (turn_id) REFERENCES turns(id) ON DELETE CASCADE",
+    ),
+    (
+        "constraint",
+        "turn_vectors.turn_vectors_vector_check",
+        "CHECK ((octet_length(vector) > 0))",
     ),
     ("constraint", "turns.turns_check", "CHECK ((is_summary = (role = 'summary'::text)))"),
     (
@@ -258,6 +273,16 @@ EXPECTED_SCHEMA = [
         "index",
         "turn_metrics_pkey",
         "CREATE UNIQUE INDEX turn_metrics_pkey ON turn_metrics USING btree (id)",
+    ),
+    (
+        "index",
+        "turn_vectors_conversation",
+        "CREATE INDEX turn_vectors_conversation ON turn_vectors USING btree (conversation_id, turn_id)",
+    ),
+    (
+        "index",
+        "turn_vectors_pkey",
+        "CREATE UNIQUE INDEX turn_vectors_pkey ON turn_vectors USING btree (turn_id)",
     ),
     (
         "index",

@@ -187,6 +187,28 @@ async def m007_turn_outcomes(conn: AsyncConnection) -> None:
     )
 
 
+@migration
+async def m008_turn_vectors(conn: AsyncConnection) -> None:
+    # One small embedding per message (memory/vectors.py: int8 bytes, 256 for 256 dims),
+    # written with the turn when an Embedder is configured: SQLite's m008_turn_vectors in a
+    # bytea (pgvector is not required). `model` names the embedder: vectors of different
+    # models are never compared. Keyed by the turn, so deleting a turn (undo, reset, delete,
+    # purge) deletes its vector through the cascade; context() reads one conversation's
+    # vectors through the second index. Cosines are computed in Python, as on SQLite.
+    await _run(
+        conn,
+        """
+        CREATE TABLE turn_vectors (
+            turn_id bigint PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+            conversation_id text NOT NULL,
+            model text NOT NULL,
+            vector bytea NOT NULL CHECK (octet_length(vector) > 0)
+        )
+        """,
+        "CREATE INDEX turn_vectors_conversation ON turn_vectors (conversation_id, turn_id)",
+    )
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:
