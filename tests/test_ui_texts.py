@@ -305,3 +305,12 @@ def test_a_message_over_the_limit_says_so_in_chinese():
     with speaking("zh-TW"):
         accepted = chat_pane.accept_message("字" * 10_001, [])
     assert accepted.input_notice["value"].startswith("⚠️ 你的訊息有 10,001 個字元")
+
+
+async def test_the_switch_rewrites_the_page_but_not_what_is_being_typed(rt, fake):
+    conversation = await (await rt.conversations()).create(OWNER)
+    with event({"Accept-Language": "en-US"}, session="tab-switching"):
+        view = await page.relabel(rt, OWNER, conversation.id, "zh-TW")
+        assert current_language() == "zh-TW"  # and the page's later events too
+    assert view.badge.startswith("💤 還沒有記住任何內容")
+    assert view.title == gr.skip() and view.conversation_id == gr.skip()

@@ -140,16 +140,21 @@ ENGLISH, CHINESE = "en", "zh-TW"
 LANGUAGES = (ENGLISH, CHINESE)
 _CHINESE_TAGS = {tag.lower() for tag in I18N.translations if tag != "en"}
 
-# In <head> (Gradio inserts it once the app runs): when Gradio changes <html lang> — the
-# Settings switch — click the hidden #lang-changed button, whose event tells the server the
-# new language (`REPORT_LANG`) and writes the page's server-side text again.
+# In <head> (Gradio inserts it once the app runs): when Gradio changes <html lang> to another
+# language than the page shows — the Settings switch — click the hidden #lang-changed button,
+# whose event tells the server the new language (`REPORT_LANG`) and writes the page's
+# server-side text again. Gradio's own first setting (from navigator.language, which the server
+# also reads, via Accept-Language) is no change: `reads` maps a tag as `language()` does.
 LANG_HEAD = """<script>
 (() => {
-  let shown = document.documentElement.lang || null;
+  const reads = (tag) => /^zh-(tw|hk|hant)\\b/i.test(tag || "") ? "zh-TW" : "en";
+  let shown = reads(navigator.language || (navigator.languages || [])[0]);
   new MutationObserver(() => {
-    const lang = document.documentElement.lang;
-    if (shown && lang && lang !== shown) document.getElementById("lang-changed")?.click();
-    shown = lang || shown;
+    const lang = reads(document.documentElement.lang);
+    if (document.documentElement.lang && lang !== shown) {
+      shown = lang;
+      document.getElementById("lang-changed")?.click();
+    }
   }).observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
 })();
 </script>"""

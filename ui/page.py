@@ -190,7 +190,9 @@ async def relabel(rt: Runtime, owner: str, conversation_id: str | None, lang: st
     remember_language(lang)
     if not owner:
         return skipped(ChatView)
-    return await refresh_chat(rt, owner, conversation_id)
+    view = await refresh_chat(rt, owner, conversation_id)
+    # What the user may be typing or choosing stays as it is.
+    return view._replace(conversation_id=gr.skip(), title=gr.skip())
 
 
 async def refresh_chat(
