@@ -33,8 +33,8 @@ from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
 from ui import chat, memory_badge, memory_panel, personas_tab, sidebar
-from ui.i18n import I18N, t
-from ui.page import QUIET, ChatView, Page, open_latest, outputs
+from ui.i18n import I18N, LANG_HEAD, REPORT_LANG, t
+from ui.page import QUIET, ChatView, Page, open_latest, outputs, relabel
 from ui.sessions import browser_secret, owner_for
 
 log = logging.getLogger("mnemo.app")
@@ -62,6 +62,9 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         )
         owner = gr.State("")
         conversation_id = gr.State(None)
+        # Clicked by LANG_HEAD's script when the language switch changes the page's language.
+        lang_changed = gr.Button(visible="hidden", elem_id="lang-changed")
+        lang = gr.Textbox(visible=False)  # filled by REPORT_LANG in the browser
 
         side = sidebar.render(rt)
         header = memory_badge.render_badge()
@@ -95,6 +98,13 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             partial(open_latest, rt), [owner], outputs(ChatView, page), **QUIET
         )
         demo.load(None, js=sidebar.CLOSE_ON_NARROW_SCREENS, **QUIET)
+        lang_changed.click(
+            partial(relabel, rt),
+            [owner, conversation_id, lang],
+            outputs(ChatView, page),
+            js=REPORT_LANG,
+            **QUIET,
+        )
         sidebar.wire(rt, page, side)
         chat.wire(rt, page, pane)
         memory_badge.wire(rt, page, header)
@@ -115,6 +125,7 @@ def web_app(rt: Runtime, demo: gr.Blocks | None = None) -> FastAPI:
         css=CSS,
         footer_links=["settings"],  # Gradio's Settings: the language switch
         i18n=I18N,
+        head=LANG_HEAD,  # tells the server when the language switch changes the page's
         show_error=False,
     )
 

@@ -6,7 +6,6 @@ async for event in conversations.send(owner, conv_id, "Hello"):
     ...                                           # Delta, then Done (or Cleared for /reset)
 """
 
-from .badge import badge_text
 from .chat import (
     ChatEvent,
     ChatService,
@@ -90,7 +89,6 @@ __all__ = [
     "StorageError",
     "Usage",
     "UserError",
-    "badge_text",
     "compose_system",
     "is_reset_command",
     "roundtable_id_of",

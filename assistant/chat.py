@@ -56,6 +56,7 @@ from .errors import (
     NothingToRetry,
     QuotaExceeded,
     StorageError,
+    condition_of,
 )
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
@@ -529,12 +530,15 @@ class ChatService:
             log.warning("quota check failed: %s", type(exc).__name__)
             raise QuotaExceeded(
                 "Mnemo cannot check your message quota right now, so it is not answering. "
-                "Try again in a minute."
+                "Try again in a minute.",
+                code="quota_unknown",
             ) from exc
         if recorded + self._pending[owner] >= quota:
             raise QuotaExceeded(
                 f"You have sent {quota} messages in the last hour, the limit on "
-                "this server. Try again later, or run Mnemo yourself for no limit."
+                "this server. Try again later, or run Mnemo yourself for no limit.",
+                code="quota_hour",
+                params={"quota": quota},
             )
 
     async def _persona_of(self, owner: str, conv_id: str) -> tuple[_Persona, bool]:
@@ -583,7 +587,7 @@ def check_message(text: str) -> None:
     try:
         memory_check_message(text)
     except MemoryInvalidInput as exc:
-        raise InvalidMessage(str(exc)) from exc
+        raise InvalidMessage(str(exc), **condition_of(exc)) from exc
 
 
 def _error_kind(error: BaseException | None) -> str | None:

@@ -59,6 +59,7 @@ from .errors import (
     ShuttingDown,
     StorageError,
     UserError,
+    condition_of,
 )
 from .records import (
     FormResult,
@@ -96,14 +97,17 @@ STORAGE_DOWN = (
 # Which lower-layer error becomes which user error: the first matching row wins.
 _ERRORS: list[tuple[type[Exception], Callable[[Any, str], UserError]]] = [
     (ConversationNotFound, lambda exc, action: NotFound(NOT_FOUND)),
-    (TokenNotFound, lambda exc, action: NotFound(str(exc), title="API token not found")),
+    (
+        TokenNotFound,
+        lambda exc, action: NotFound(str(exc), title="API token not found", code="token_not_found"),
+    ),
     (
         StorageUnavailable,
         lambda exc, action: StorageError(
             STORAGE_DOWN.format(action=action), title="Storage unavailable"
         ),
     ),
-    (MemoryInvalidInput, lambda exc, action: InvalidInput(str(exc))),
+    (MemoryInvalidInput, lambda exc, action: InvalidInput(str(exc), **condition_of(exc))),
     (MemoryStoreError, lambda exc, action: UserError(str(exc))),
     (
         InvalidPersona,

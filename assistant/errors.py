@@ -2,6 +2,8 @@
 
 Each carries a message a user can act on (shown as is by the UI and the API), an optional `title`
 for the toast, and a short `kind` that goes into the per-turn metrics and API problem types.
+`code` (the kind unless a raise names the condition more exactly, e.g. "message_too_long") and
+`params` (the numbers in the message) let the UI say the same in another language.
 Errors of memory, personas and third-party libraries (google-genai, httpx, llama-cpp) are wrapped
 here at the boundary, so callers only ever catch `UserError`. `AssistantError` is the part of the
 family that stops a chat turn.
@@ -16,13 +18,23 @@ class UserError(Exception):
     kind = "error"
     title: str | None = None  # a heading for the message; None: the caller names the action
 
-    def __init__(self, message: str, *, partial: str = "", title: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial: str = "",
+        title: str | None = None,
+        code: str | None = None,
+        params: dict[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         # Text that had already streamed when the error struck (saved, marked incomplete).
         self.partial = partial
         if title is not None:
             self.title = title
+        self.code = code or self.kind
+        self.params = dict(params or {})
 
 
 class AssistantError(UserError):
@@ -155,6 +167,19 @@ SHUTTING_DOWN = (
     "Mnemo is restarting, so this message was not sent. Reload the page in a few seconds and "
     "send it again."
 )
+
+
+def condition_of(exc: Exception) -> dict[str, object]:
+    """`code` and `params` for a UserError wrapping `exc`: its class in snake case
+    (MessageTooLong -> "message_too_long") and its public number and text attributes."""
+    name = type(exc).__name__
+    code = "".join("_" + ch.lower() if ch.isupper() else ch for ch in name).lstrip("_")
+    params = {
+        key: value
+        for key, value in vars(exc).items()
+        if not key.startswith("_") and isinstance(value, int | float | str)
+    }
+    return {"code": code, "params": params}
 
 
 class StorageError(AssistantError):

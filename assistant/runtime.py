@@ -68,12 +68,15 @@ class Runtime:
         # MNEMO_SECRET (see ui/sessions.py).
         self.database_url = config.database_url(database_url)
         versions = roundtable_versions = None
+        # The persona version stores with a pool of their own, closed with the store.
+        self._version_pools: list[PostgresVersions] = []
         if self.database_url:
             # Roundtables reuse the persona storage, in a namespace of their own.
             versions = PostgresVersions(self.database_url)
             roundtable_versions = PostgresVersions(
                 self.database_url, namespace=RoundtableRegistry.folder
             )
+            self._version_pools = [versions, roundtable_versions]
         self.registry = PersonaRegistry(data_dir=self.data_dir, versions=versions)
         self.roundtables = RoundtableRegistry(data_dir=self.data_dir, versions=roundtable_versions)
         self.model = model if model is not None else config.select_model()
@@ -155,12 +158,16 @@ class Runtime:
         return self._store
 
     async def close(self) -> None:
-        """Finish background work, then close the store (the model client stays usable: the
-        Runtime may reopen the store on the next call)."""
+        """Finish background work, then close the store and the persona version pools, so
+        no database connection is left open (the model client stays usable: the Runtime
+        may reopen the store and the pools on the next call)."""
         if self._service is not None:
             await self._service.wait_background()
         if self._store is not None:
             await self._store.close()
+        for versions in self._version_pools:
+            # psycopg's sync pool joins its worker threads: not on the event loop.
+            await asyncio.to_thread(versions.close)
         self._store = None
         self._service = None
         self._conversations = None

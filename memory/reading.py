@@ -15,10 +15,10 @@ from . import sql
 from .connection import Connections
 from .context import assemble_context, missing_candidates, semantic_scores
 from .policy import MemoryPolicy
-from .recall import MAX_RECALL_TERMS, mostly_cjk, owner_key, query_terms, recall_query
+from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query
 from .records import ContextWindow
 from .validation import MAX_MESSAGE_CHARS
-from .vectors import Embedder, embed_packed
+from .vectors import Embedder, embed_query
 
 
 async def read_context(
@@ -35,10 +35,7 @@ async def read_context(
     query_vector = None
     if query and policy.recall_k:
         terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
-        # A model that does not know CJK gives such a question a vector that is noise;
-        # recall then goes by its characters alone.
-        if getattr(embedder, "knows_cjk", True) or not mostly_cjk(query):
-            (query_vector,) = await embed_packed(embedder, [query])
+        query_vector = await embed_query(embedder, query)
     params: dict[str, object] = {
         "conv": conv_id,
         "owner": owner,

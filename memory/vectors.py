@@ -16,6 +16,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .recall import mostly_cjk
+
 log = logging.getLogger(__name__)
 
 _SCALE = 127.0
@@ -96,3 +98,14 @@ async def embed_packed(embedder: Embedder | None, texts: Sequence[str]) -> list[
             log.warning("Embedder %s failed; saving without vectors", embedder.name, exc_info=True)
             out += [None] * len(batch)
     return out
+
+
+async def embed_query(embedder: Embedder | None, query: str) -> bytes | None:
+    """The packed vector recall compares turns with, for the new message `query`; None
+    without an embedder, when it fails, or for a question mostly in Chinese, Japanese or
+    Korean when the embedder does not know them (its vector would be noise: recall then goes
+    by the characters alone)."""
+    if getattr(embedder, "knows_cjk", True) or not mostly_cjk(query):
+        (vector,) = await embed_packed(embedder, [query])
+        return vector
+    return None

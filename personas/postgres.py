@@ -71,34 +71,49 @@ class PostgresVersions:
             raise ValueError("A version namespace is a short name, like the registry's folder.")
         self._url = url
         self._ns = namespace
+        self._pool_max = pool_max
+        self._wait_s = wait_s
         self._migrated = False
-        self._migrate_lock = threading.Lock()
-        self._pool = ConnectionPool(
-            url,
+        self._lock = threading.Lock()  # the migrations run once; the pool opens once
+        self._pool: ConnectionPool | None = None
+
+    def _open_pool(self) -> ConnectionPool:
+        # min_size=0 and no wait: opening connects nobody, so the app starts (and serves the
+        # built-ins) while the database is down.
+        pool = ConnectionPool(
+            self._url,
             min_size=0,
-            max_size=pool_max,
-            timeout=wait_s,
+            max_size=self._pool_max,
+            timeout=self._wait_s,
             max_idle=300.0,
             max_lifetime=1_800.0,
             check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": 10},
-            name=f"mnemo-{namespace}",
+            name=f"mnemo-{self._ns}",
             open=False,
         )
-        self._pool.open(wait=False)
+        pool.open(wait=False)
+        return pool
 
     def close(self) -> None:
-        self._pool.close()
+        """Close every pooled connection. A later call opens a new pool: the Runtime may be
+        used again after it closed (its store reopens the same way)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def _connection(self):
         """A pooled connection, after the migrations have run once."""
-        if not self._migrated:
-            with self._migrate_lock:
-                if not self._migrated:
-                    with self._pool.connection() as conn:
-                        migrate(conn)
-                    self._migrated = True
-        return self._pool.connection()
+        with self._lock:
+            if self._pool is None:
+                self._pool = self._open_pool()
+            pool = self._pool
+            if not self._migrated:
+                with pool.connection() as conn:
+                    migrate(conn)
+                self._migrated = True
+        return pool.connection()
 
     def _rows(self, sql: str, params: tuple) -> list[tuple]:
         try:

@@ -489,6 +489,7 @@ _PLAUSIBLE = {
     "version": 1,
     "chat": [],
     "done": False,
+    "lang": "zh-TW",
 }
 
 

@@ -213,9 +213,8 @@ def test_reset_note(result, expected):
     assert expected in views.reset_note(result)
 
 
-def test_model_note_says_plainly_when_the_model_is_tiny():
-    assert "tiny" in views.model_note("SmolLM2-135M", offline=True)
-    assert "tiny" not in views.model_note("Gemini 2.5 Flash", offline=False)
+def test_model_note_names_the_model():
+    assert views.model_note("Gemini 2.5 Flash") == "Answering: **Gemini 2.5 Flash**"
 
 
 def test_the_yaml_editor_cannot_be_told_an_apostrophe_is_not_a_quote():

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from assistant import ConfigError, badge_text, config
-from assistant.badge import compact_number, idle_text
+from assistant import ConfigError, config
 from assistant.gemini import GeminiModel
 from assistant.local import LocalModel
 from memory import MemoryStatus
+from ui.badge import badge_text, compact_number, idle_text
 
 ENV = [
     "MNEMO_DATA_DIR",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from fake_gemini import FakeGemini, Recorded, Reply
 from test_browser import (
     CHROMIUM,
@@ -93,13 +94,13 @@ def pick_roundtable(page) -> None:
     expect(badge(page)).to_contain_text("總經理")  # the badge lists the members
 
 
-def ask(page, text: str) -> None:
+def ask(page, text: str, saved: str = "Remembering 5 messages") -> None:
     box = page.locator("#chat-input textarea")
     box.fill(text)
     box.press("Enter")
     # The chair's bubble, complete (its conclusion line), and the turn saved.
     expect(bot_messages(page).last).to_contain_text("總經理決策", timeout=WAIT_MS * 2)
-    expect(badge(page)).to_contain_text("Remembering 5 messages", timeout=WAIT_MS)
+    expect(badge(page)).to_contain_text(saved, timeout=WAIT_MS)
 
 
 def test_a_roundtable_runs_end_to_end_and_reopens_as_it_was(browser, server, fake):
@@ -137,8 +138,8 @@ def test_screenshot_of_a_roundtable_in_traditional_chinese(browser, server):
     try:
         page.locator("#new-chat").click()
         pick_roundtable(page)
-        ask(page, NIKE_ZH)
-        # The veto toast is Python-side text, still in English (see the README): close it.
+        ask(page, NIKE_ZH, saved="記得 5 則訊息")
+        # The veto toast (in Chinese) would cover the last bubble: close it.
         for close in page.locator(".toast-close").all():
             close.click()
         page.mouse.move(900, 990)
@@ -185,5 +186,107 @@ def test_a_zh_tw_browser_gets_the_main_screen_in_traditional_chinese(browser, se
             english = _words(EN[key])
             assert english and english not in shown, (key, english)
             assert ZH_TW[key].replace("## 🧠 Mnemo\n", "") in shown, key
+    finally:
+        context.close()
+
+
+# Shown as written on a zh-TW screen: names. The app's and the model's, key names in the
+# input's hint, and the names the data gives — personas, roundtables and the veto label
+# (finance's own words, which the fake model repeats) — whatever language they are in.
+NAMES = {"Mnemo", "Gemini", "Flash", "API", "Enter", "Shift"}
+
+
+def data_names() -> set[str]:
+    names = set()
+    for path in [*(ROOT / "personas").glob("*.yaml"), *(ROOT / "personas").glob("roundtables/*")]:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        values = [doc.get("display_name"), *(doc.get("parameters") or {}).values()]
+        names |= {w for v in values if isinstance(v, str) for w in re.findall(r"[A-Za-z]+", v)}
+    return names
+
+
+# Text a person can see: text nodes that take up room and have a size (the toast's level word,
+# which app.css shrinks to nothing in favour of "Mnemo", and screen-reader-only labels do not).
+VISIBLE_TEXT = """() => {
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode, el = node.parentElement;
+    if (!el || !node.textContent.trim()) continue;
+    const style = getComputedStyle(el), box = el.getBoundingClientRect();
+    if (style.visibility === "hidden" || parseFloat(style.fontSize) === 0) continue;
+    if (box.width <= 1 || box.height <= 1 || !el.getClientRects().length) continue;
+    out.push(node.textContent);
+  }
+  return out.join(" ");
+}"""
+
+
+def english_on_screen(page) -> set[str]:
+    """The English words a person sees: visible text and the placeholders of visible boxes."""
+    shown = page.evaluate(VISIBLE_TEXT)
+    shown += " " + " ".join(
+        page.locator("input:visible, textarea:visible").evaluate_all(
+            "els => els.map(e => e.placeholder || '')"
+        )
+    )
+    words = set(re.findall(r"[A-Za-z][A-Za-z'’]+", shown))
+    return words - NAMES - data_names()
+
+
+def test_a_zh_tw_browser_sees_no_english_after_a_roundtable(browser, server):
+    """The whole main screen — labels, badge, sidebar rows, greetings, the members line,
+    bubbles, notices — after a real roundtable turn and a rename that fails."""
+    context, page = open_page(browser, server, locale="zh-TW")
+    try:
+        page.locator("#new-chat").click()
+        expect(badge(page)).to_contain_text("還沒有記住任何內容")
+        pick_roundtable(page)
+        expect(bot_messages(page).first).to_contain_text("每位成員依序發言")
+        ask(page, NIKE_ZH, saved="記得 5 則訊息")
+        expect(page.locator(".toast-body").last).to_contain_text("必須否決")
+        expect(badge(page)).to_contain_text("字元")
+        # A rename the store refuses (too long) says why, in Chinese.
+        page.locator("#manage").get_by_text("重新命名 · 記憶 · 刪除").click()
+        page.locator("#rename-box input, #rename-box textarea").first.fill("名" * 300)
+        page.locator("#rename-btn").click()
+        toast = page.locator(".toast-body").last
+        expect(toast).to_contain_text("無法重新命名對話")
+        expect(toast).to_contain_text("名稱不能使用")
+        assert english_on_screen(page) == set(), english_on_screen(page)
+        # The same screen in English has English words: the scan can see them.
+        english, en_page = open_page(browser, server, locale="en-US")
+        try:
+            expect(badge(en_page)).to_contain_text("Nothing remembered yet")
+            assert {"Nothing", "remembered", "Answering"} <= english_on_screen(en_page)
+        finally:
+            english.close()
+    finally:
+        context.close()
+
+
+def test_the_language_switch_rewrites_what_the_server_wrote(browser, server):
+    """Gradio's Settings switch turns a zh-TW page to English: the labels (the frontend) and the
+    badge and greeting (the server, told by the page) follow; another tab stays in Chinese."""
+    context, page = open_page(browser, server, locale="zh-TW")
+    try:
+        page.locator("#new-chat").click()
+        expect(badge(page)).to_contain_text("還沒有記住任何內容")
+        other = context.new_page()  # a second tab of the same browser
+        other.goto(server.url)
+        expect(badge(other)).to_contain_text("還沒有記住任何內容")
+        page.get_by_text("設定", exact=True).click()
+        expect(page.get_by_text("語言", exact=True)).to_be_visible()
+        # Gradio's language picker shows its value in an input: open it, pick English.
+        page.evaluate(
+            """() => { const box = [...document.querySelectorAll("input")]
+                 .find(e => e.value === "繁體中文"); box.focus(); box.click(); }"""
+        )
+        page.get_by_role("option", name="English").click()
+        page.keyboard.press("Escape")
+        expect(page.locator("#new-chat")).to_have_text("➕ New chat")
+        expect(badge(page)).to_contain_text("Nothing remembered yet")
+        other.locator("#new-chat").click()
+        expect(badge(other)).to_contain_text("還沒有記住任何內容")
     finally:
         context.close()

@@ -25,7 +25,6 @@ from assistant import (
     NothingToRetry,
     QuotaExceeded,
     RateLimited,
-    badge_text,
 )
 from assistant.chat import compose_system
 from assistant.failopen import FailOpenStore
@@ -43,6 +42,7 @@ from memory import (
     Turn,
 )
 from personas import PersonaRegistry, build_system_prompt
+from ui.badge import badge_text
 
 OWNER = "owner-a"
 TAIPEI = "Will it rain in Taipei tomorrow?"

@@ -8,9 +8,9 @@ import json
 import gradio as gr
 import pytest
 
-from assistant.badge import badge_text
 from assistant.errors import InvalidInput, NotFound
 from ui import views
+from ui.badge import badge_text
 
 OWNER = "ana"
 OTHER = "bob"

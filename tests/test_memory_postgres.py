@@ -91,6 +91,10 @@ EXPECTED_SCHEMA = [
     ("column", "turn_metrics.recent_chars", "integer"),
     ("column", "turn_metrics.status", "text NOT NULL"),
     ("column", "turn_metrics.summary_chars", "integer"),
+    ("column", "turn_vectors.conversation_id", "text NOT NULL"),
+    ("column", "turn_vectors.model", "text NOT NULL"),
+    ("column", "turn_vectors.turn_id", "bigint NOT NULL"),
+    ("column", "turn_vectors.vector", "bytea NOT NULL"),
     ("column", "turns.cjk", "text"),
     ("column", "turns.compacted", "boolean NOT NULL DEFAULT false"),
     ("column", "turns.content", "text NOT NULL"),
@@ -240,6 +244,13 @@ EXPECTED_SCHEMA = [
         "turn_metrics.turn_metrics_summary_chars_check",
         "CHECK (((summary_chars IS NULL) OR (summary_chars >= 0)))",
     ),
+    ("constraint", "turn_vectors.turn_vectors_pkey", "PRIMARY KEY (turn_id)"),
+    (
+        "constraint",
+        "turn_vectors.turn_vectors_turn_id_fkey",
+        "FOREIGN KEY (turn_id) REFERENCES turns(id) ON DELETE CASCADE",
+    ),
+    ("constraint", "turn_vectors.turn_vectors_vector_check", "CHECK ((octet_length(vector) > 0))"),
     ("constraint", "turns.turns_check", "CHECK ((is_summary = (role = 'summary'::text)))"),
     (
         "constraint",
@@ -361,6 +372,16 @@ EXPECTED_SCHEMA = [
         "index",
         "turn_metrics_pkey",
         "CREATE UNIQUE INDEX turn_metrics_pkey ON turn_metrics USING btree (id)",
+    ),
+    (
+        "index",
+        "turn_vectors_conversation",
+        "CREATE INDEX turn_vectors_conversation ON turn_vectors USING btree (conversation_id, turn_id)",
+    ),
+    (
+        "index",
+        "turn_vectors_pkey",
+        "CREATE UNIQUE INDEX turn_vectors_pkey ON turn_vectors USING btree (turn_id)",
     ),
     (
         "index",

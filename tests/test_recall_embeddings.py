@@ -1,17 +1,18 @@
 """Recall by meaning: turn vectors written with each message, fused with keywords; the
-wordllama embedder loaded offline from its wheel; Gemini's embedder against the fake server."""
+wordllama embedder loaded offline from its wheel; Gemini's embedder against the fake server.
+Tests taking `memory_backend` run on SQLite and PostgreSQL (tests/memory_backends.py)."""
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import sys
 
 import numpy as np
 import pytest
+from memory_backends import rows
 
 from assistant.embedding import EmbedderUnavailable, GeminiEmbedder, WordLlamaEmbedder
-from memory import ConversationStore, MemoryPolicy
+from memory import MemoryPolicy, open_store, render_memory
 from memory.vectors import Embedder
 
 FILLER = [
@@ -21,6 +22,14 @@ FILLER = [
     ("Any good films lately?", "A quiet drama about a lighthouse keeper."),
 ]
 PLANTED = "Last Saturday I went on a long bicycle ride with Anna along the river."
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +63,8 @@ async def planted_conversation(store, owner="ana", turns=60):
     return conv
 
 
-def vector_rows(path):
-    with sqlite3.connect(path) as db:
-        return db.execute("SELECT model, length(vector) FROM turn_vectors").fetchall()
+def vector_rows(store):
+    return rows(store, "SELECT model, length(vector) FROM turn_vectors ORDER BY turn_id")
 
 
 def test_wordllama_loads_from_its_wheel_without_importing_the_package(wordllama):
@@ -75,55 +83,55 @@ def test_a_broken_wordllama_install_says_what_to_do(tmp_path):
         WordLlamaEmbedder.load(tmp_path)
 
 
-async def test_a_paraphrase_is_recalled_by_meaning_not_by_words(tmp_path, wordllama):
+async def test_a_paraphrase_is_recalled_by_meaning_not_by_words(memory_backend, wordllama):
     question = "Who did I go cycling with?"  # no word in common with the planted turn
     for embedder, expected in ((None, False), (wordllama, True)):
-        store = await ConversationStore.open(tmp_path / str(expected), embedder=embedder)
-        try:
-            conv = await planted_conversation(store)
-            ctx = await store.context("ana", conv.id, query=question)
-            assert (PLANTED in [r.turn.content for r in ctx.recalled]) is expected
-        finally:
-            await store.close()
+        store = await memory_backend.open(embedder=embedder)
+        conv = await planted_conversation(store)
+        ctx = await store.context("ana", conv.id, query=question)
+        assert (PLANTED in [r.turn.content for r in ctx.recalled]) is expected
 
 
 async def test_every_message_gets_one_compact_vector_and_loses_it_with_the_message(
-    tmp_path, wordllama
+    memory_backend, wordllama
 ):
-    store = await ConversationStore.open(tmp_path, embedder=wordllama)
-    try:
-        conv = await planted_conversation(store, turns=5)
-        assert vector_rows(store.path) == [(wordllama.name, 256)] * 12
-        await store.undo("ana", conv.id)
-        assert len(vector_rows(store.path)) == 10
-        await store.reset("ana", conv.id)
-        assert vector_rows(store.path) == []
-        await planted_conversation(store, turns=1)
-        await store.delete_conversation("ana", (await store.list_conversations("ana"))[0].id)
-        assert vector_rows(store.path) == []
-    finally:
-        await store.close()
+    clock = FakeClock()
+    store = await memory_backend.open(embedder=wordllama, clock=clock)
+    conv = await planted_conversation(store, turns=5)
+    assert vector_rows(store) == [(wordllama.name, 256)] * 12
+    await store.undo("ana", conv.id)
+    assert len(vector_rows(store)) == 10
+    await store.reset("ana", conv.id)
+    assert vector_rows(store) == []
+    await planted_conversation(store, turns=1)
+    await store.delete_conversation("ana", (await store.list_conversations("ana"))[0].id)
+    assert vector_rows(store) == []
+    # Retention's purge takes the vectors with the turns.
+    conv = await planted_conversation(store, turns=1)
+    await store.set_retention("ana", conv.id, 30)
+    clock.now += 31 * 60
+    assert await store.purge_expired() == 1
+    assert vector_rows(store) == []
 
 
-@pytest.mark.parametrize("embedder", [Failing(), Failing(wrong_count=True)])
-async def test_a_failing_embedder_never_loses_a_message(tmp_path, caplog, embedder):
-    store = await ConversationStore.open(tmp_path, embedder=embedder)
-    try:
-        with caplog.at_level(logging.WARNING, logger="memory"):
-            conv = await planted_conversation(store, turns=15)
-            ctx = await store.context("ana", conv.id, query="the bicycle ride with Anna")
-        assert embedder.calls > 0 and "saving without vectors" in caplog.text
-        assert len(await store.transcript("ana", conv.id)) == 32
-        assert vector_rows(store.path) == []
-        assert PLANTED in [r.turn.content for r in ctx.recalled]  # keywords still work
-    finally:
-        await store.close()
+@pytest.mark.parametrize("wrong_count", [False, True])
+async def test_a_failing_embedder_never_loses_a_message(memory_backend, caplog, wrong_count):
+    embedder = Failing(wrong_count)
+    store = await memory_backend.open(embedder=embedder)
+    with caplog.at_level(logging.WARNING, logger="memory"):
+        conv = await planted_conversation(store, turns=15)
+        imported = await store.import_conversation("ana", [("user", PLANTED, 1_000.0)])
+        ctx = await store.context("ana", conv.id, query="the bicycle ride with Anna")
+    assert embedder.calls > 0 and "saving without vectors" in caplog.text
+    assert len(await store.transcript("ana", conv.id)) == 32
+    assert len(await store.transcript("ana", imported.id)) == 1
+    assert vector_rows(store) == []
+    assert PLANTED in [r.turn.content for r in ctx.recalled]  # keywords still work
 
 
-async def test_vectors_of_another_embedder_are_not_compared(tmp_path, wordllama):
-    store = await ConversationStore.open(tmp_path, embedder=wordllama)
+async def test_vectors_of_another_embedder_are_not_compared(memory_backend, wordllama):
+    store = await memory_backend.open(embedder=wordllama)
     conv = await planted_conversation(store)
-    await store.close()
 
     class Other:
         name = "other-model"
@@ -132,12 +140,36 @@ async def test_vectors_of_another_embedder_are_not_compared(tmp_path, wordllama)
         async def embed(self, texts):
             return [np.ones(256)] * len(texts)
 
-    store = await ConversationStore.open(tmp_path, embedder=Other())
-    try:
-        ctx = await store.context("ana", conv.id, query="Who did I go cycling with?")
-        assert ctx.recalled == []  # nothing shares a word, and no vector is of this model
-    finally:
-        await store.close()
+    store = await memory_backend.open(embedder=Other())
+    ctx = await store.context("ana", conv.id, query="Who did I go cycling with?")
+    assert ctx.recalled == []  # nothing shares a word, and no vector is of this model
+
+
+async def test_an_import_gets_its_vectors_and_is_recalled_by_meaning(memory_backend, wordllama):
+    store = await memory_backend.open(embedder=wordllama)
+    messages = [("user", PLANTED, 1_000.0), ("assistant", "Lovely!", 1_001.0)]
+    for i in range(40):
+        user, reply = FILLER[i % len(FILLER)]
+        messages += [("user", user, 2_000.0 + 2 * i), ("assistant", reply, 2_001.0 + 2 * i)]
+    conv = await store.import_conversation("ana", messages)
+    assert vector_rows(store) == [(wordllama.name, 256)] * len(messages)
+    ctx = await store.context("ana", conv.id, query="Who did I go cycling with?")
+    assert PLANTED in [r.turn.content for r in ctx.recalled]
+
+
+async def test_a_rewritten_reply_is_recalled_by_its_new_meaning(memory_backend, wordllama):
+    store = await memory_backend.open(embedder=wordllama)
+    conv = await store.create_conversation("ana")
+    await store.append("ana", conv.id, "user", "What did you think of my weekend?")
+    reply = await store.append("ana", conv.id, "assistant", "Let me", outcome="incomplete")
+    await store.update_reply("ana", conv.id, reply.id, PLANTED.replace("I went", "you went"))
+    for i in range(30):
+        user, answer = FILLER[i % len(FILLER)]
+        await store.append("ana", conv.id, "user", user)
+        await store.append("ana", conv.id, "assistant", answer)
+    assert len(vector_rows(store)) == 62  # replaced, not added
+    ctx = await store.context("ana", conv.id, query="Who did I go cycling with?")
+    assert reply.id in [r.turn.id for r in ctx.recalled]
 
 
 async def test_gemini_embeddings_through_the_sdk_against_the_fake(fake):
@@ -151,35 +183,27 @@ async def test_gemini_embeddings_through_the_sdk_against_the_fake(fake):
     assert a @ b > a @ c
 
 
-async def test_a_gemini_embedding_error_saves_the_message_without_a_vector(tmp_path, fake):
+async def test_a_gemini_embedding_error_saves_the_message_without_a_vector(memory_backend, fake):
     embedder = GeminiEmbedder("test-key", base_url=fake.url)
-    store = await ConversationStore.open(tmp_path, embedder=embedder)
-    try:
-        conv = await store.create_conversation("ana")
-        fake.error(429, "Resource has been exhausted")
-        turn = await store.append("ana", conv.id, "user", "Remember the blue bicycle.")
-        assert turn.saved and vector_rows(store.path) == []
-        await store.append("ana", conv.id, "assistant", "I will.")
-        assert vector_rows(store.path) == [(embedder.name, 256)]
-    finally:
-        await store.close()
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    fake.error(429, "Resource has been exhausted")
+    turn = await store.append("ana", conv.id, "user", "Remember the blue bicycle.")
+    assert turn.saved and vector_rows(store) == []
+    await store.append("ana", conv.id, "assistant", "I will.")
+    assert vector_rows(store) == [(embedder.name, 256)]
 
 
-async def test_policy_without_recall_asks_no_vector(tmp_path):
+async def test_policy_without_recall_asks_no_vector(memory_backend):
     embedder = Failing()
-    store = await ConversationStore.open(
-        tmp_path, embedder=embedder, policy=MemoryPolicy(recall_k=0)
-    )
-    try:
-        conv = await store.create_conversation("ana")
-        await store.context("ana", conv.id, query="anything")
-        assert embedder.calls == 0
-    finally:
-        await store.close()
+    store = await memory_backend.open(embedder=embedder, policy=MemoryPolicy(recall_k=0))
+    conv = await store.create_conversation("ana")
+    await store.context("ana", conv.id, query="anything")
+    assert embedder.calls == 0
 
 
 async def test_a_chinese_question_is_recalled_by_characters_when_the_model_knows_no_chinese(
-    tmp_path, wordllama
+    memory_backend, wordllama
 ):
     class Counting:
         name, dims, knows_cjk = wordllama.name, 256, False
@@ -192,17 +216,50 @@ async def test_a_chinese_question_is_recalled_by_characters_when_the_model_knows
             return wordllama.embed_now(texts)
 
     embedder = Counting()
-    store = await ConversationStore.open(tmp_path, embedder=embedder)
-    try:
-        conv = await store.create_conversation("ana")
-        await store.append("ana", conv.id, "user", "我最近開始上大提琴課，手指痠得要命。")
-        for i in range(30):
-            await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"閒聊 {i}")
-        written = len(embedder.texts)
-        ctx = await store.context("ana", conv.id, query="大提琴課上得怎樣？")
-        assert len(embedder.texts) == written  # no vector asked for the Chinese question
-        assert "我最近開始上大提琴課，手指痠得要命。" in [r.turn.content for r in ctx.recalled]
-        await store.context("ana", conv.id, query="How are the cello lessons going?")
-        assert len(embedder.texts) == written + 1
-    finally:
-        await store.close()
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    await store.append("ana", conv.id, "user", "我最近開始上大提琴課，手指痠得要命。")
+    for i in range(30):
+        await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"閒聊 {i}")
+    written = len(embedder.texts)
+    ctx = await store.context("ana", conv.id, query="大提琴課上得怎樣？")
+    assert len(embedder.texts) == written  # no vector asked for the Chinese question
+    assert "我最近開始上大提琴課，手指痠得要命。" in [r.turn.content for r in ctx.recalled]
+    await store.context("ana", conv.id, query="How are the cello lessons going?")
+    assert len(embedder.texts) == written + 1
+
+
+MEANING_QUERIES = [
+    "Who did I go cycling with?",  # shares no word with the conversation: meaning alone
+    "Remind me about that lighthouse drama",  # words of identical turns: keyword + meaning
+    "What dinner plans did we make?",
+    "Is it going to rain this weekend?",
+]
+
+
+async def test_both_backends_recall_the_same_turns_in_the_same_order(tmp_path, pg_url, wordllama):
+    # The same messages, dates and embedder on SQLite and PostgreSQL: the vectors are the
+    # same bytes and their cosines come from the same code, so recall by meaning (alone, or
+    # fused with a keyword score both backends normalise to 1) sends the model the same text.
+    start = 1_790_000_000.0
+    messages = [("user", PLANTED, start), ("assistant", "Sounds lovely.", start + 60)]
+    for i in range(60):
+        user, reply = FILLER[i % len(FILLER)]
+        day = start + 86_400 * (1 + i // 8)
+        messages += [("user", user, day + 2 * i), ("assistant", reply, day + 2 * i + 1)]
+    clock = FakeClock(start + 30 * 86_400)
+    sent = {}
+    for target in (str(tmp_path), pg_url):
+        store = await open_store(target, embedder=wordllama, clock=clock)
+        try:
+            conv = await store.import_conversation("ana", messages)
+            sent[target] = [
+                render_memory(await store.context("ana", conv.id, query=q)) for q in MEANING_QUERIES
+            ]
+        finally:
+            await store.close()
+    sqlite_sent, postgres_sent = sent.values()
+    assert "a long bicycle ride with Anna" in sqlite_sent[0]
+    pairs = zip(sqlite_sent, postgres_sent, strict=True)
+    for query, (on_sqlite, on_postgres) in zip(MEANING_QUERIES, pairs, strict=True):
+        assert on_postgres == on_sqlite, query

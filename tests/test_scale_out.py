@@ -5,6 +5,9 @@ the local fake Gemini server."""
 
 from __future__ import annotations
 
+import asyncio
+import secrets
+
 import pytest
 
 from assistant import ConfigError, Delta, Done, QuotaExceeded
@@ -30,7 +33,6 @@ async def replicas(tmp_path, fake, pg_url):
     yield runtimes
     for rt in runtimes:
         await rt.close()
-        rt.registry.version_store.close()
 
 
 async def send(conversations, conv_id, text):
@@ -76,6 +78,46 @@ async def test_the_quota_counts_across_replicas(replicas, fake):
         await (await replicas[1].service()).wait_background()
     with pytest.raises(QuotaExceeded, match="3 messages in the last hour"):
         await send(two, conv, "a fourth, through the other replica")
+
+
+def _connections(pg_server_url: str, application_name: str) -> int:
+    import psycopg
+
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = %s",
+            (application_name,),
+        ).fetchone()[0]
+
+
+async def test_closing_the_runtime_leaves_no_connection_open(tmp_path, fake, pg_url, pg_server_url):
+    # Every connection of this runtime carries its own application_name, so other tests'
+    # connections to the same database do not count.
+    name = "mnemo-close-" + secrets.token_hex(4)
+    rt = Runtime(
+        tmp_path / "replica",
+        model=GeminiModel("test-key", base_url=fake.url),
+        database_url=f"{pg_url}&application_name={name}",
+    )
+    for _ in range(2):  # closed, then used again: it reopens, and closes again
+        conversations = await rt.conversations()
+        conv = (await conversations.create(OWNER)).id
+        fake.reply("ok")
+        await send(conversations, conv, "Hi there")
+        text = (BUILTIN_DIR / "finance.yaml").read_text(encoding="utf-8")
+        await conversations.save_persona(OWNER, text)
+        await asyncio.to_thread(rt.roundtables.list, OWNER)
+        # The store's pool and both persona version pools (personas, roundtables) hold some.
+        assert _connections(pg_server_url, name) >= 3
+        await rt.close()
+        # A closed connection leaves pg_stat_activity when its server process has exited,
+        # just after the client hung up.
+        for _ in range(200):  # at most 10 s
+            if not (left := _connections(pg_server_url, name)):
+                break
+            await asyncio.sleep(0.05)
+        assert left == 0, f"{left} connections still open after Runtime.close()"
 
 
 def test_a_database_url_needs_mnemo_secret_at_start_up(tmp_path, monkeypatch):

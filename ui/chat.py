@@ -21,7 +21,7 @@ from assistant.errors import InvalidMessage, UserError
 from assistant.roundtable import Speaking, Spoke
 from assistant.runtime import Runtime
 from ui import notices, views
-from ui.errors import require_owner, user_errors
+from ui.errors import message_of, require_owner, shown, user_errors
 from ui.i18n import t
 from ui.page import (
     QUIET,
@@ -34,6 +34,7 @@ from ui.page import (
     render_chat,
     skipped,
 )
+from ui.texts import known, tr
 
 # A streaming turn fills the ChatView and says whether its final state has arrived.
 TurnView = extended(ChatView, "TurnView", turn_done=bool)
@@ -63,7 +64,7 @@ def accept_message(text: str, chat: list[dict[str, Any]] | None) -> Accepted:
     try:
         Conversations.check_message(text)  # memory's check, and its wording
     except InvalidMessage as exc:
-        notice = gr.update(value="⚠️ " + exc.message, visible=True)
+        notice = gr.update(value="⚠️ " + message_of(exc), visible=True)
         return Accepted(gr.skip(), gr.skip(), "", notice, True)
     chat = [*(chat or []), {"role": "user", "content": views.message_markdown(text)}]
     box = gr.update(value="", submit_btn=False, stop_btn=True)
@@ -134,7 +135,8 @@ async def _stream(
                     chat[-1] = bubble
                 if event.veto is not None and event.speaker.role != "chair":
                     notices.info(
-                        views.veto_note(event.veto, event.speaker.display_name), title="Veto"
+                        views.veto_note(event.veto, event.speaker.display_name),
+                        title=tr("t_veto"),
                     )
                 yield skipped(TurnView)._replace(
                     conversation_id=conversation_id, chat=chat, turn_done=False
@@ -169,12 +171,13 @@ async def _stream(
     extra = None
     if cleared is not None:
         extra = views.reset_note(cleared)
-        notices.info(extra, title="Memory cleared")
+        notices.info(extra, title=tr("t_memory_cleared"))
     elif failure is not None:
-        extra = views.unanswered_note("failed", failure.message)
-        notices.warning(failure.message, title=failure.title or "The assistant could not answer")
+        title, message = shown(failure)
+        extra = views.unanswered_note("failed", message)
+        notices.warning(message, title=title or tr("t_not_answered"))
     elif notice:
-        notices.info(notice, title="Reply incomplete")
+        notices.info(known(notice), title=tr("t_incomplete"))
     # A failure stored with the turn is in the transcript already: shown once.
     if extra and not (view.chat and view.chat[-1]["content"] == extra):
         view = view._replace(chat=[*view.chat, {"role": "assistant", "content": extra}])
@@ -285,8 +288,8 @@ async def change_persona(
             change = await facade.set_persona(owner, conversation_id, persona_id)
             if change.changed:
                 notices.info(
-                    f"{change.persona.display_name} answers from your next message.",
-                    title="Persona changed",
+                    tr("persona_changed", name=change.persona.display_name),
+                    title=tr("t_persona_changed"),
                 )
         return await render_chat(rt, owner, conversation_id, persona_id)
 

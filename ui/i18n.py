@@ -1,17 +1,29 @@
-"""The UI's labels in English and 繁體中文, for `gr.I18n`.
+"""The UI's labels in English and 繁體中文, for `gr.I18n`, and which language a browser reads.
 
 The browser picks the language (navigator.language: zh-TW, zh-HK and zh-Hant get Traditional
 Chinese, anything else English); the footer's Settings has Gradio's language switch. The
 frontend translates a component's label, placeholder, info and value — one `t("key")` per
 string, which may have plain text after it (`t("answering") + " **Gemini**"`). Every key exists
 in every language: a test checks that.
+
+Text the server composes (the badge, notices, errors, greetings, the inspector: ui/texts.py)
+cannot be translated by the frontend, so the server has to know the language of the page each
+event comes from. `current_language()` takes it from the request: the language this page last
+reported (after the Settings switch, `LANG_HEAD` clicks a hidden button whose event sends the
+`lang` Gradio set on <html>; kept per page session), else the browser's Accept-Language — the
+same list navigator.language, Gradio's own choice, comes from — else English.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import gradio as gr
+from gradio.context import LocalContext
 
 EN: dict[str, str] = {
     "brand": "## 🧠 Mnemo\nA chat assistant that remembers.",
@@ -75,6 +87,18 @@ EN: dict[str, str] = {
     "mp_export_file": "Your export",
     "mp_delete_everything": "Delete everything",
     "forget_it": "Forget it",
+    "offline_note": (
+        "A tiny model that runs on this machine: expect weak answers. "
+        "Set `GEMINI_API_KEY` to answer with Gemini."
+    ),
+    "tokens_intro": (
+        "For scripts and bots: the HTTP API at `/api/v1` ([docs](/api/v1/docs)). A token acts "
+        "as you — it sees your conversations and personas. It is shown once; Mnemo keeps only a "
+        "hash."
+    ),
+    "token_placeholder": "e.g. my-bot",
+    "no_tokens": "_No tokens yet._",
+    "shown_once": "Your new token — copy it now, it is not shown again",
 }
 
 ZH_TW: dict[str, str] = {
@@ -139,10 +163,110 @@ ZH_TW: dict[str, str] = {
     "mp_export_file": "你的匯出檔",
     "mp_delete_everything": "全部刪除",
     "forget_it": "忘掉它",
+    "offline_note": (
+        "在這台機器上執行的小型模型：回答品質有限。設定 `GEMINI_API_KEY` 就改由 Gemini 回答。"
+    ),
+    "tokens_intro": (
+        "給腳本與機器人使用：HTTP API 位於 `/api/v1`（[文件](/api/v1/docs)）。權杖代表你本人 — "
+        "能看到你的對話與角色。權杖只顯示一次；Mnemo 只保存它的雜湊值。"
+    ),
+    "token_placeholder": "例如 my-bot",
+    "no_tokens": "_還沒有權杖。_",
+    "shown_once": "你的新權杖 — 請立刻複製，之後不會再顯示",
 }
 
 # Traditional Chinese for every browser language that reads it.
 I18N = gr.I18n(en=EN, **{"zh-TW": ZH_TW, "zh-HK": ZH_TW, "zh-Hant": ZH_TW})
+
+ENGLISH, CHINESE = "en", "zh-TW"
+LANGUAGES = (ENGLISH, CHINESE)
+_CHINESE_TAGS = {tag.lower() for tag in I18N.translations if tag != "en"}
+
+# In <head> (Gradio inserts it once the app runs): when Gradio changes <html lang> to another
+# language than the page shows — the Settings switch — click the hidden #lang-changed button,
+# whose event tells the server the new language (`REPORT_LANG`) and writes the page's
+# server-side text again. Gradio's own first setting (from navigator.language, which the server
+# also reads, via Accept-Language) is no change: `reads` maps a tag as `language()` does.
+LANG_HEAD = """<script>
+(() => {
+  const reads = (tag) => /^zh-(tw|hk|hant)\\b/i.test(tag || "") ? "zh-TW" : "en";
+  let shown = reads(navigator.language || (navigator.languages || [])[0]);
+  new MutationObserver(() => {
+    const lang = reads(document.documentElement.lang);
+    if (document.documentElement.lang && lang !== shown) {
+      shown = lang;
+      document.getElementById("lang-changed")?.click();
+    }
+  }).observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
+})();
+</script>"""
+# The #lang-changed event's inputs, the last one replaced by the page's language.
+REPORT_LANG = "(...inputs) => [...inputs.slice(0, -1), document.documentElement.lang]"
+
+_CHOSEN: ContextVar[str | None] = ContextVar("mnemo_language", default=None)
+# Page sessions (Gradio's session hash: one per tab and load) whose language was switched;
+# bounded, the oldest forgotten first (they fall back to Accept-Language).
+_SWITCHED: OrderedDict[str, str] = OrderedDict()
+MAX_SWITCHED = 10_000
+
+
+def language(tag: str | None) -> str:
+    """The UI language for a browser language tag, as Gradio's frontend matches it: the tag,
+    then its shorter prefixes (zh-Hant-TW, zh-Hant, zh). Anything not Chinese is English."""
+    parts = (tag or "").strip().split("-")
+    for end in range(len(parts), 0, -1):
+        if "-".join(parts[:end]).lower() in _CHINESE_TAGS:
+            return CHINESE
+    return ENGLISH
+
+
+def _accepted(header: str | None) -> str | None:
+    """The first language of an Accept-Language header ("zh-TW,zh;q=0.9,en;q=0.8")."""
+    first = (header or "").split(",")[0].split(";")[0].strip()
+    return first or None
+
+
+def _request() -> Any:
+    return LocalContext.request.get(None)
+
+
+def current_language() -> str:
+    """The language of the page whose event is being handled (English outside one)."""
+    chosen = _CHOSEN.get()
+    if chosen:
+        return chosen
+    request = _request()
+    if request is None:
+        return ENGLISH
+    switched = _SWITCHED.get(getattr(request, "session_hash", None) or "")
+    if switched:
+        return switched
+    try:
+        return language(_accepted(request.headers.get("accept-language")))
+    except AttributeError:  # a request without headers (Gradio's own examples, caching)
+        return ENGLISH
+
+
+def remember_language(tag: str | None) -> str:
+    """This page now reads `tag` (the Settings switch): its later events are answered in it."""
+    chosen = language(tag)
+    session = getattr(_request(), "session_hash", None)
+    if session:
+        _SWITCHED[session] = chosen
+        _SWITCHED.move_to_end(session)
+        while len(_SWITCHED) > MAX_SWITCHED:
+            _SWITCHED.popitem(last=False)
+    return chosen
+
+
+@contextlib.contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """Handle events as if the browser read `lang` (tests, and code outside a request)."""
+    token = _CHOSEN.set(language(lang))
+    try:
+        yield
+    finally:
+        _CHOSEN.reset(token)
 
 
 def t(key: str) -> Any:

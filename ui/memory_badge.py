@@ -17,6 +17,7 @@ from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, confirmation, extended, outputs, render_chat
+from ui.texts import tr
 
 log = logging.getLogger("mnemo.app")
 
@@ -48,7 +49,7 @@ async def ask_reset(rt: Runtime, owner: str, conversation_id: str | None) -> Res
     with user_errors("reset the memory"):
         require_owner(owner)
         if not conversation_id:
-            notices.info("Nothing to forget yet: this chat is new.", title="Nothing to forget")
+            notices.info(tr("nothing_to_forget"), title=tr("t_nothing_to_forget"))
             return ResetConfirm(gr.update(visible=False), "")
         facade = await rt.conversations()
         status = await facade.status(owner, conversation_id)
@@ -67,11 +68,11 @@ async def reset_memory(rt: Runtime, owner: str, conversation_id: str | None) -> 
     with user_errors("reset the memory"):
         require_owner(owner)
         if not conversation_id:
-            notices.info("Nothing to forget yet: this chat is new.", title="Nothing to forget")
+            notices.info(tr("nothing_to_forget"), title=tr("t_nothing_to_forget"))
             return await render_chat(rt, owner, None)
         result = await (await rt.conversations()).reset(owner, conversation_id)
         note = views.reset_note(result)
-        notices.info(note, title="Memory cleared")
+        notices.info(note, title=tr("t_memory_cleared"))
         view = await render_chat(rt, owner, conversation_id)
         return view._replace(chat=[*view.chat, {"role": "assistant", "content": note}])
 

@@ -37,5 +37,9 @@ def warning(message: str, title: str) -> None:
 
 
 def error(message: str, title: str) -> gr.Error:
-    """A gr.Error to raise: the action failed; `message` may hold user text."""
-    return gr.Error(toast_html(message, title), title=title, duration=ERROR_S)
+    """A gr.Error to raise: the action failed; `message` may hold user text. An error the user
+    can act on is no fault of the server: no traceback in its log (ui.errors logs the
+    unexpected ones)."""
+    return gr.Error(
+        toast_html(message, title), title=title, duration=ERROR_S, print_exception=False
+    )

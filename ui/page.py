@@ -15,11 +15,13 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from assistant.badge import badge_text
 from assistant.local import LocalModel
 from assistant.runtime import Runtime
 from ui import notices, views
+from ui.badge import badge_text
 from ui.errors import require_owner, user_errors
+from ui.i18n import remember_language
+from ui.texts import tr
 
 # No progress overlays: replies stream visibly, other events are quick, and with
 # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
@@ -141,10 +143,7 @@ async def render_chat(
     choices, avatars = await persona_choices(rt, owner)
     opened = await facade.open(owner, conversation_id, persona_id=persona_id)
     if opened.state == "missing":
-        notices.warning(
-            "That conversation no longer exists; showing a new chat instead.",
-            title="Conversation not found",
-        )
+        notices.warning(tr("conversation_gone"), title=tr("t_conversation_gone"))
         conversation_id = None
     conversation = opened.conversation
     board = opened.roundtable
@@ -179,7 +178,11 @@ async def render_chat(
         badge=badge,
         inspector=views.preview_markdown(opened.preview),
         title=gr.update(value=title, interactive=conversation is not None),
-        retention=gr.update(value=retention, interactive=conversation is not None),
+        retention=gr.update(
+            choices=views.retention_choices(),
+            value=retention,
+            interactive=conversation is not None,
+        ),
     )
 
 
@@ -189,6 +192,18 @@ async def open_latest(rt: Runtime, owner: str) -> ChatView:
         require_owner(owner)
         latest = await (await rt.conversations()).latest(owner)
         return await render_chat(rt, owner, latest)
+
+
+async def relabel(rt: Runtime, owner: str, conversation_id: str | None, lang: str) -> ChatView:
+    """After the language switch (`lang`: the page's new language): the chat again, its
+    server-written text in that language. Before the page has identified itself there is
+    nothing to rewrite."""
+    remember_language(lang)
+    if not owner:
+        return skipped(ChatView)
+    view = await refresh_chat(rt, owner, conversation_id)
+    # What the user may be typing or choosing stays as it is.
+    return view._replace(conversation_id=gr.skip(), title=gr.skip())
 
 
 async def refresh_chat(

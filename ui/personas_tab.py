@@ -21,6 +21,7 @@ from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
+from ui.texts import tr
 
 _FORM = [(name, Any) for name in FORM_FIELDS]
 # The whole tab for one persona; the form's fields are named as in FORM_FIELDS.
@@ -54,14 +55,10 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
         choices, _ = await persona_choices(rt, owner)
         doc = await (await rt.conversations()).persona(owner, persona_id)
         current = doc.info
-        status = f"Version **v{current.version}** is in use" + (
-            " (built-in)." if current.source == "builtin" else "."
-        )
+        builtin = current.source == "builtin"
+        status = tr("builtin_in_use" if builtin else "version_in_use", version=current.version)
         if doc.disk_error:
-            status += (
-                "\n\n⚠️ The built-in file on disk is broken; the last good version is used:"
-                f"\n\n{views.plain_markdown(doc.disk_error)}"
-            )
+            status += f"\n\n{tr('disk_broken')}\n\n{views.plain_markdown(doc.disk_error)}"
         return EditorView(
             picker=gr.update(choices=choices, value=current.id),
             yaml_text=doc.yaml_text,
@@ -81,7 +78,7 @@ def yaml_edited(yaml_text: str) -> Any:
     except InvalidPersonaYaml as exc:
         return skipped(FormView)._replace(status=views.problems_markdown(exc.problems))
     form = [draft.form[name] for name in FORM_FIELDS]
-    return FormView(*form, draft.system_prompt, "✏️ Valid, not saved yet.")
+    return FormView(*form, draft.system_prompt, tr("valid_unsaved"))
 
 
 def form_edited(yaml_text: str, *values: Any) -> YamlView:
@@ -94,7 +91,7 @@ def form_edited(yaml_text: str, *values: Any) -> YamlView:
             preview=gr.skip(),
             status=views.problems_markdown(merged.problems),
         )
-    return YamlView(merged.yaml_text, merged.system_prompt, "✏️ Valid, not saved yet.")
+    return YamlView(merged.yaml_text, merged.system_prompt, tr("valid_unsaved"))
 
 
 def validate_persona(yaml_text: str) -> str:
@@ -103,7 +100,7 @@ def validate_persona(yaml_text: str) -> str:
     except InvalidPersonaYaml as exc:
         return views.problems_markdown(exc.problems)
     name = views.plain_markdown(draft.display_name)
-    return f"✅ Valid: **{name}** (`{draft.id}`). Save to use it."
+    return tr("valid", name=name, id=draft.id)
 
 
 async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
@@ -114,31 +111,27 @@ async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
         try:
             saved = await facade.save_persona(owner, yaml_text)
         except InvalidPersonaYaml as exc:
-            notices.warning(
-                "The persona was not saved: fix the problems listed under the editor.",
-                title="Persona not saved",
-            )
+            notices.warning(tr("fix_problems"), title=tr("t_persona_not_saved"))
             problems = views.problems_markdown(exc.problems, saved=False)
             return skipped(EditorView)._replace(status=problems)
         notices.info(
-            f"Saved {saved.display_name} v{saved.version}: used from the next message.",
-            title="Persona saved",
+            tr("persona_saved", name=saved.display_name, version=saved.version),
+            title=tr("t_persona_saved"),
         )
         view = await show_editor(rt, owner, saved.id)
-        return view._replace(
-            status=f"✅ Saved as **v{saved.version}**; used from the next message."
-        )
+        return view._replace(status=tr("saved_as", version=saved.version))
 
 
 async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: int | None) -> Any:
     with user_errors("roll back the persona"):
         require_owner(owner)
         if version is None:
-            raise notices.error("Pick a version in the list first.", title="No version picked")
+            raise notices.error(tr("pick_version"), title=tr("t_no_version"))
         facade = await rt.conversations()
         restored = await facade.rollback_persona(owner, persona_id, int(version))
         notices.info(
-            f"{restored.display_name} is back to v{restored.version}.", title="Version restored"
+            tr("back_to_version", name=restored.display_name, version=restored.version),
+            title=tr("t_version_restored"),
         )
         return await show_editor(rt, owner, persona_id)
 
@@ -148,7 +141,7 @@ async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> Any:
         require_owner(owner)
         restored = await (await rt.conversations()).revert_persona(owner, persona_id)
         notices.info(
-            f"{restored.display_name} is back to its built-in version.", title="Built-in restored"
+            tr("back_to_builtin", name=restored.display_name), title=tr("t_builtin_restored")
         )
         return await show_editor(rt, owner, persona_id)
 

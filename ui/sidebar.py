@@ -31,6 +31,7 @@ from ui.page import (
     render_chat,
     skipped,
 )
+from ui.texts import tr
 
 log = logging.getLogger("mnemo.app")
 
@@ -58,14 +59,11 @@ async def rename_conversation(
         require_owner(owner)
         title = (title or "").strip()
         if not conversation_id:
-            raise notices.error(
-                "Send a first message before renaming: new chats are saved then.",
-                title="Nothing to rename yet",
-            )
+            raise notices.error(tr("save_before_rename"), title=tr("t_nothing_to_rename"))
         if not title:
-            raise notices.error("Type a new name in the box first.", title="No name given")
+            raise notices.error(tr("type_a_name"), title=tr("t_no_name"))
         await (await rt.conversations()).rename(owner, conversation_id, title)
-        notices.info(f"Renamed to “{title}”.", title="Renamed")
+        notices.info(tr("renamed", title=title), title=tr("t_renamed"))
         return await render_chat(rt, owner, conversation_id)
 
 
@@ -97,16 +95,13 @@ async def ask_delete(rt: Runtime, owner: str, conversation_id: str | None) -> De
     with user_errors("delete the conversation"):
         require_owner(owner)
         if not conversation_id:
-            notices.info(
-                "Nothing to delete: this chat has not been saved yet.", title="Nothing deleted"
-            )
+            notices.info(tr("nothing_to_delete"), title=tr("t_nothing_deleted"))
             return DeleteConfirm(confirm_row=gr.update(visible=False), confirm_text="")
         conversation = await (await rt.conversations()).get(owner, conversation_id)
-        title = conversation.title or "this conversation"
+        title = conversation.title or tr("this_conversation")
         return DeleteConfirm(
             confirm_row=gr.update(visible=True),
-            confirm_text=f"Delete **{views.plain_markdown(title)}**? Its messages and memory are "
-            "removed for good.",
+            confirm_text=tr("delete_question", title=views.plain_markdown(title)),
         )
 
 
@@ -120,7 +115,7 @@ async def confirm_delete(rt: Runtime, owner: str, conversation_id: str | None) -
         require_owner(owner)
         if conversation_id:
             await (await rt.conversations()).delete(owner, conversation_id)
-            notices.info("Conversation deleted.", title="Deleted")
+            notices.info(tr("deleted"), title=tr("t_deleted"))
         view = await open_latest(rt, owner)
         return DeletedView(*view, confirm_row=gr.update(visible=False))
 
@@ -259,7 +254,7 @@ def render(rt: Runtime) -> Sidebar:
                 rename_btn = gr.Button(t("rename"), size="sm", elem_id="rename-btn")
                 delete_btn = gr.Button(t("delete"), size="sm", variant="stop", elem_id="delete-btn")
             retention = gr.Dropdown(
-                choices=views.RETENTION_CHOICES,
+                choices=views.retention_choices(),
                 value=0,
                 label=t("memory"),
                 elem_id="retention",
@@ -272,9 +267,10 @@ def render(rt: Runtime) -> Sidebar:
                     )
                     confirm_no = gr.Button(t("cancel"), size="sm", elem_id="delete-no")
         token_panel = tokens.render()
-        offline = isinstance(rt.model, LocalModel)
-        note = views.model_note(rt.model_name, offline=offline, lead=t("answering"))
+        note = views.model_note(rt.model_name, lead=t("answering"))
         gr.Markdown(note, elem_id="model-name", elem_classes="muted")
+        if isinstance(rt.model, LocalModel):
+            gr.Markdown(t("offline_note"), elem_id="offline-note", elem_classes="muted")
     return Sidebar(
         new_chat=new_btn,
         search=search_box,

@@ -18,16 +18,12 @@ from assistant.runtime import Runtime
 from ui import i18n
 
 from . import notices, views
-from .errors import require_owner
+from .errors import error_for, require_owner
 from .page import QUIET, Page
+from .texts import tr
 from .views import relative_time
 
-INTRO = (
-    "For scripts and bots: the HTTP API at `/api/v1` ([docs](/api/v1/docs)). A token acts as "
-    "you — it sees your conversations and personas. It is shown once; Mnemo keeps only a hash."
-)
-NO_TOKENS = "_No tokens yet._"
-SHOWN_ONCE = "Your new token — copy it now, it is not shown again"
+NO_TOKENS = "_No tokens yet._"  # tr("no_tokens") in English
 
 
 class TokenPanel(NamedTuple):
@@ -43,13 +39,13 @@ class TokenPanel(NamedTuple):
 def tokens_markdown(tokens: list[Any], now: float | None = None) -> str:
     """The owner's tokens as a small table, newest first; revoked ones say so."""
     if not tokens:
-        return NO_TOKENS
-    rows = ["| name | ends in | created | last used |", "|---|---|---|---|"]
+        return tr("no_tokens")
+    rows = [tr("tokens_head"), "|---|---|---|---|"]
     for t in tokens:
         name = views.plain_markdown(t.name)  # escapes "|" too: the table stays a table
         if not t.active:
-            name = f"~~{name}~~ (revoked)"
-        used = relative_time(t.last_used_at, now) if t.last_used_at else "never"
+            name = f"~~{name}~~ {tr('token_revoked_mark')}"
+        used = relative_time(t.last_used_at, now) if t.last_used_at else tr("never")
         rows.append(f"| {name} | `…{t.hint}` | {relative_time(t.created_at, now)} | {used} |")
     return "\n".join(rows)
 
@@ -64,7 +60,7 @@ async def _listing(rt: Runtime, owner: str) -> tuple[str, Any]:
 
 
 def _refused(exc: UserError, action: str) -> gr.Error:
-    return notices.error(exc.message, title=exc.title or f"Could not {action}")
+    return error_for(exc, action)
 
 
 async def show_tokens(rt: Runtime, owner: str) -> tuple[str, Any]:
@@ -84,7 +80,7 @@ async def create_token(rt: Runtime, owner: str, name: str) -> tuple[Any, str, An
         listing, choices = await _listing(rt, owner)
     except UserError as exc:
         raise _refused(exc, "create the API token") from exc
-    secret = gr.update(value=issued.secret, visible=True, label=SHOWN_ONCE)
+    secret = gr.update(value=issued.secret, visible=True)
     return secret, listing, choices, gr.update(value="")
 
 
@@ -92,13 +88,13 @@ async def revoke_token(rt: Runtime, owner: str, token_id: str | None) -> tuple[A
     """Revoke the picked token at once. Returns (secret box, list, picker)."""
     require_owner(owner)
     if not token_id:
-        raise notices.error("Pick the token to revoke first.", title="Nothing revoked")
+        raise notices.error(tr("pick_token"), title=tr("t_nothing_revoked"))
     try:
         revoked = await (await rt.conversations()).revoke_token(owner, token_id)
         listing, choices = await _listing(rt, owner)
     except UserError as exc:
         raise _refused(exc, "revoke the API token") from exc
-    notices.info(f"Token “{revoked.name}” revoked: it stops working now.", title="Token revoked")
+    notices.info(tr("token_revoked", name=revoked.name), title=tr("t_token_revoked"))
     return hide_secret(), listing, choices
 
 
@@ -109,22 +105,22 @@ def hide_secret() -> Any:
 def render() -> TokenPanel:
     """Build the panel, a closed accordion (inside the sidebar)."""
     with gr.Accordion(i18n.t("tokens"), open=False, elem_id="api-tokens") as accordion:
-        gr.Markdown(INTRO, elem_classes="muted")
+        gr.Markdown(i18n.t("tokens_intro"), elem_classes="muted")
         name = gr.Textbox(
             label=i18n.t("token_name"),
-            placeholder="e.g. my-bot",
+            placeholder=i18n.t("token_placeholder"),
             max_lines=1,
             elem_id="token-name",
         )
         create = gr.Button(i18n.t("create_token"), size="sm", elem_id="token-create")
         secret = gr.Textbox(
-            label=SHOWN_ONCE,
+            label=i18n.t("shown_once"),
             visible=False,
             interactive=False,
             buttons=["copy"],
             elem_id="token-secret",
         )
-        listing = gr.Markdown(NO_TOKENS, elem_id="token-list")
+        listing = gr.Markdown(i18n.t("no_tokens"), elem_id="token-list")
         choice = gr.Dropdown(choices=[], label=i18n.t("revoke_token"), elem_id="token-choice")
         revoke = gr.Button(i18n.t("revoke"), size="sm", variant="stop", elem_id="token-revoke")
     return TokenPanel(accordion, name, create, secret, listing, choice, revoke)

@@ -3,7 +3,8 @@
 Every function here takes the records the `assistant.Conversations` facade returns
 (conversations, turns, memory status, previews, personas, search results) and returns strings
 or Gradio-shaped lists, so the panels' handlers stay thin and all of this is testable without a
-browser.
+browser. The words come from ui/texts.py, in the language of the browser being answered
+(`ui.i18n.speaking()` picks one in tests).
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from assistant.badge import compact_number
+from ui.badge import compact_number, model_label
+from ui.texts import count, date, known, tr
 
 TITLE_CHARS = 24
 AVATAR_CHARS = 4  # 👩🏽‍💻 is 4 code points; a word is clipped to 3 letters and "…"
-# How long a conversation is kept: (label, minutes idle; 0 = until deleted).
-RETENTION_CHOICES = [
-    ("Keep until I delete it", 0),
-    ("Forget after 30 min idle", 30),
-    ("Forget after 1 day idle", 1440),
-    ("Forget after 7 days idle", 10080),
+# How long a conversation is kept: (text key, minutes idle; 0 = until deleted).
+RETENTION = [
+    ("retention_keep", 0),
+    ("retention_30m", 30),
+    ("retention_1d", 1440),
+    ("retention_7d", 10080),
 ]
-STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"
+STOPPED_NOTE = "_⏹ Stopped — this reply is incomplete._"  # tr("stopped_note") in English
 SEARCH_ROWS = 20  # conversations a sidebar search lists
 # The store wraps matches in these; control characters, so no message text can fake one.
 SEARCH_MARK = ("\x02", "\x03")
@@ -44,6 +46,11 @@ _CODE = re.compile(
 # What starts an HTML tag, comment or declaration; "a < b" is left alone.
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+
+
+def retention_choices() -> list[tuple[str, int]]:
+    """The "forget after" picker's (label, minutes) choices."""
+    return [(tr(key), minutes) for key, minutes in RETENTION]
 
 
 def message_markdown(text: str) -> str:
@@ -116,10 +123,7 @@ def chat_messages(
     """
     messages: list[dict[str, Any]] = []
     if hidden > 0:
-        noun = "message is" if hidden == 1 else "messages are"
-        messages.append(
-            {"role": "assistant", "content": f"_… {hidden:,} earlier {noun} not shown here._"}
-        )
+        messages.append({"role": "assistant", "content": count("hidden", hidden)})
     elif greeting:
         messages.append({"role": "assistant", "content": message_markdown(greeting)})
     folded = 0
@@ -158,28 +162,24 @@ def chat_messages(
 def unanswered_note(outcome: str | None, note: str | None) -> str:
     """Under a user message with no reply: why (the failure's message), live and on reopen."""
     if outcome == "stopped":
-        return f"_⏹ {message_markdown(note or 'Stopped before the reply began.')}_"
-    reason = f" {message_markdown(note)}" if note else ""
-    return f"⚠️ **Not answered.**{reason}"
+        return f"_⏹ {message_markdown(known(note) if note else tr('stopped_before'))}_"
+    reason = f" {message_markdown(known(note))}" if note else ""
+    return tr("not_answered") + reason
 
 
 def incomplete_note(outcome: str | None, note: str | None) -> str:
     """Under a reply that did not finish: stopped, broke off (why), or cut at a limit."""
     if outcome in (None, "stopped"):
-        return STOPPED_NOTE
+        return tr("stopped_note")
     if outcome == "failed":
-        why = f" {message_markdown(note)}" if note else ""
-        return f"_⚠️ Broke off — this reply is incomplete._{why}"
-    return f"_⚠️ Incomplete: {message_markdown(note or 'this reply did not finish.')}_"
+        why = f" {message_markdown(known(note))}" if note else ""
+        return tr("broke_off") + why
+    return tr("incomplete", why=message_markdown(known(note) if note else tr("did_not_finish")))
 
 
-def folded_note(count: int) -> str:
+def folded_note(folded: int) -> str:
     """The note under the messages a summary replaced in what the model receives."""
-    noun = "message" if count == 1 else f"{count:,} messages"
-    return (
-        f"🗜️ _Summarized: the model now gets {'this' if count == 1 else 'these'} {noun} above "
-        "as a summary, not word for word (the inspector shows it)._"
-    )
+    return count("folded", folded)
 
 
 def relative_time(ts: float | None, now: float | None = None) -> str:
@@ -189,22 +189,23 @@ def relative_time(ts: float | None, now: float | None = None) -> str:
     now = time.time() if now is None else now
     age = max(0.0, now - ts)
     if age < 45:
-        return "just now"
+        return tr("just_now")
     if age < 90 * 60:
-        return f"{max(1, round(age / 60))} min ago"
+        return tr("minutes_ago", n=max(1, round(age / 60)))
     if age < 24 * 3600:
-        return f"{round(age / 3600)} h ago"
+        return tr("hours_ago", n=round(age / 3600))
     if age < 48 * 3600:
-        return "yesterday"
+        return tr("yesterday")
     if age < 7 * 86400:
-        return f"{int(age // 86400)} days ago"
-    return time.strftime("%b %d, %Y", time.localtime(ts))
+        return tr("days_ago", n=int(age // 86400))
+    day = time.localtime(ts)
+    return date(day.tm_year, day.tm_mon, day.tm_mday)
 
 
 def conversation_label(conversation: Any, avatar: str, now: float | None = None) -> str:
     """One row of the sidebar: persona avatar and title, then (on a second line, which the
     sidebar's CSS keeps) the relative time of the last activity."""
-    title = " ".join((conversation.title or "New chat").split())
+    title = " ".join((conversation.title or tr("untitled")).split())
     if len(title) > TITLE_CHARS:  # one line of the 300px sidebar
         title = title[: TITLE_CHARS - 1].rstrip() + "…"
     when = relative_time(conversation.last_active_at or conversation.created_at, now)
@@ -221,21 +222,15 @@ def conversation_choices(
     ]
 
 
-def model_note(model_name: str, offline: bool, lead: Any = "Answering:") -> str:
+def model_note(model_name: str, lead: Any = "Answering:") -> str:
     """The sidebar's footnote on who answers (`lead` may be a translatable label)."""
-    note = f"{lead} **{model_name}**"
-    if offline:
-        note += (
-            "  \nA tiny model that runs on this machine: expect weak answers. "
-            "Set `GEMINI_API_KEY` to answer with Gemini."
-        )
-    return note
+    return f"{lead} **{model_name}**"
 
 
 def draft_badge(model_name: str) -> str:
     """The badge before a new chat's first message."""
-    lead = "💤 Nothing remembered yet"
-    return f"{lead} · {model_name}" if model_name else lead
+    lead = tr("badge_nothing")
+    return f"{lead} · {model_label(model_name)}" if model_name else lead
 
 
 def _fence(text: str, lang: str = "text") -> str:
@@ -252,16 +247,13 @@ def _fence(text: str, lang: str = "text") -> str:
 def preview_markdown(preview: Any | None) -> str:
     """The inspector: exactly what the model receives with the next message."""
     if preview is None:
-        return "_Start a conversation to see what the model receives._"
+        return tr("insp_empty")
     turns = list(preview.turns or [])
     chars = getattr(preview, "chars", None)
     budget = getattr(preview, "budget", None)
     lines = []
     if chars is not None and budget:
-        lines.append(
-            f"Memory in the context: **{compact_number(chars)}** of "
-            f"**{compact_number(budget)}** characters; your next message comes after it."
-        )
+        lines.append(tr("insp_memory", chars=compact_number(chars), budget=compact_number(budget)))
     system = getattr(preview, "system_instruction", None)
     # A roundtable: every speaker receives its own system text, shown below; the shared
     # recent turns follow once.
@@ -270,31 +262,28 @@ def preview_markdown(preview: Any | None) -> str:
         lines.append(members_markdown(members))
     elif system:
         # The exact system text: the persona's prompt plus the memory note with the summary.
-        lines.append("#### System instruction")
+        lines.append(tr("insp_system_instruction"))
         lines.append(_fence(system))
     else:
-        lines.append("#### System prompt")
+        lines.append(tr("insp_system_prompt"))
         lines.append(_fence(preview.system_prompt or ""))
-        lines.append("#### Memory summary")
-        lines.append(_fence(preview.summary) if preview.summary else "_None yet._")
+        lines.append(tr("insp_summary"))
+        lines.append(_fence(preview.summary) if preview.summary else tr("insp_none_yet"))
     recalled = list(getattr(preview, "recalled", None) or [])
     if recalled:
-        lines.append(
-            f"_{len(recalled)} older message{'s' if len(recalled) != 1 else ''} recalled for "
-            "this draft — in the memory note above._"
-        )
+        lines.append(count("insp_recalled", len(recalled)))
     waiting = getattr(preview, "not_shown", 0) or 0
     if waiting:
-        lines.append(f"_{waiting} older messages wait to be summarized; they are not sent._")
-    lines.append(f"#### Recent turns ({len(turns)})")
+        lines.append(tr("insp_waiting", n=waiting))
+    lines.append(tr("insp_recent", n=len(turns)))
     if not turns:
-        lines.append("_None: the model starts fresh._")
+        lines.append(tr("insp_fresh"))
     for turn in turns:
         role = turn.get("role", "?") if isinstance(turn, dict) else getattr(turn, "role", "?")
         content = (
             turn.get("content", "") if isinstance(turn, dict) else getattr(turn, "content", "")
         )
-        lines.append(f"**{role}**")
+        lines.append(f"**{tr('insp_' + role) if role in ('user', 'assistant') else role}**")
         lines.append(_fence(str(content)))
     return "\n\n".join(lines)
 
@@ -306,15 +295,15 @@ def reset_note(result: Any) -> str:
     chars = getattr(result, "chars", 0) or 0
     pinned = getattr(result, "pinned", 0) or 0
     if not turns and not summaries and not pinned:
-        return "🧹 Nothing to forget: this conversation's memory was already empty."
-    what = f"{turns} message{'s' if turns != 1 else ''}"
+        return tr("reset_empty")
+    what = count("messages", turns)
     if summaries:
-        what += f" and {summaries} summar{'ies' if summaries != 1 else 'y'}"
+        what = tr("reset_both", messages=what, summaries=count("summaries", summaries))
     if pinned:
-        what += f", {pinned} pinned fact{'s' if pinned != 1 else ''}"
+        what = tr("reset_pins", what=what, pins=count("pins", pinned))
     if getattr(result, "title_cleared", False):
-        what += " and the title"
-    return f"🧹 Memory cleared: forgot {what} ({chars:,} characters)."
+        what = tr("reset_title", what=what)
+    return tr("reset_done", what=what, chars=f"{chars:,}")
 
 
 ROUNDTABLE_AVATAR = "👥"
@@ -342,38 +331,37 @@ def roundtable_greeting(board: Any, offline: bool) -> str:
     """What opens a roundtable chat (shown, never stored or sent)."""
     chair = next((p.display_name for p in board.speakers if p.id == board.chair), board.chair)
     name, chair = plain_markdown(board.display_name), plain_markdown(chair)
-    text = (
-        f"{ROUNDTABLE_AVATAR} **{name}** — ask one question: each member answers "
-        f"in turn, then {chair} decides.\n\n{roundtable_members(board)}"
+    text = tr(
+        "board_greeting",
+        avatar=ROUNDTABLE_AVATAR,
+        name=name,
+        chair=chair,
+        members=roundtable_members(board),
     )
     if board.problem:
         text += f"\n\n⚠️ {board.problem}"
     if offline:
-        text += (
-            f"\n\n_The offline model answers {len(board.speakers)} times per message: "
-            "expect this to take several minutes._"
-        )
+        text += "\n\n" + tr("board_offline", n=len(board.speakers))
     return text
 
 
 def veto_note(veto: Any, speaker_name: str) -> str:
     """The toast when the metrics table decides a veto."""
-    return (
-        f"{speaker_name} must veto: {veto.reason()} (threshold {veto.threshold_pct:g}%), "
-        "decided from the business-metrics table."
+    return tr(
+        "veto_note", speaker=speaker_name, reason=veto.reason(), threshold=f"{veto.threshold_pct:g}"
     )
 
 
 def members_markdown(members: Sequence[Any]) -> str:
     """The inspector's part for a roundtable: what each speaker receives, in order."""
-    lines = [f"#### What each speaker receives ({len(members)})"]
+    lines = [tr("insp_speakers", n=len(members))]
     for n, member in enumerate(members, 1):
         speaker = member.speaker
-        veto = " · ⛔ told to veto" if member.veto is not None and speaker.role != "chair" else ""
+        veto = tr("insp_vetoes") if member.veto is not None and speaker.role != "chair" else ""
         who = plain_markdown(f"{speaker.avatar or '💬'} {speaker.display_name}")
         lines.append(f"##### {n}. {who}{veto}")
         lines.append(_fence(member.system_instruction))
-        lines.append("_Its user message:_")
+        lines.append(tr("insp_user_message"))
         lines.append(_fence(member.user_message))
     return "\n\n".join(lines)
 
@@ -384,11 +372,7 @@ def persona_label(persona: Any) -> str:
 
 def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str:
     """Persona problems as a list; `saved=False` adds that the version in use is unchanged."""
-    head = (
-        "❌ **Not saved** — the version in use is unchanged. Fix these first:"
-        if saved is False
-        else "❌ **The YAML has problems:**"
-    )
+    head = tr("problems_not_saved") if saved is False else tr("problems")
     items = "\n".join(f"- {plain_markdown(p)}" for p in problems)
     return f"{head}\n\n{items}"
 
@@ -409,11 +393,11 @@ def search_result(result: Any, now: float | None = None) -> str:
     """
     conversation, hits, persona = result.conversation, result.hits, result.persona
     avatar = (persona.avatar if persona else None) or "💬"
-    title = marked_html(result.title) if result.title else "New chat"
+    title = marked_html(result.title) if result.title else html.escape(tr("untitled"))
     parts = [f'<div class="hit-title">{html.escape(clip_avatar(avatar))} {title}</div>']
     if hits:
-        assistant_name = persona.display_name if persona else "Assistant"
-        who = {"user": "You", "assistant": assistant_name, "summary": "Summary"}
+        assistant_name = persona.display_name if persona else tr("hit_assistant")
+        who = {"user": tr("hit_you"), "assistant": assistant_name, "summary": tr("hit_summary")}
         newest = hits[0]
         speaker = html.escape(who.get(newest.role, newest.role))
         parts.append(
@@ -422,9 +406,9 @@ def search_result(result: Any, now: float | None = None) -> str:
         )
     meta = [relative_time(conversation.last_active_at or conversation.created_at, now)]
     if len(hits) > 1:
-        meta.append(f"{len(hits)} matching messages")
+        meta.append(tr("hit_matches", n=len(hits)))
     elif not hits:
-        meta.append("title matches")
+        meta.append(tr("hit_title"))
     parts.append(f'<div class="hit-meta">{html.escape(" · ".join(m for m in meta if m))}</div>')
     return f'<div class="hit">{"".join(parts)}</div>'
 
@@ -432,12 +416,10 @@ def search_result(result: Any, now: float | None = None) -> str:
 def search_status(found: int, searchable: bool = True, available: bool = True) -> str:
     """The line above the search results."""
     if not available:
-        return "⚠️ Search needs memory, which is unavailable right now."
+        return tr("search_unavailable")
     if not found:
-        hint = "" if searchable else " Type a word or a name."
-        return f"No matches.{hint}"
-    noun = "conversation" if found == 1 else "conversations"
-    return f"{found} {noun} — newest first"
+        return tr("search_none") + ("" if searchable else tr("search_hint"))
+    return count("search_found", found)
 
 
 # ---- the memory panel ----------------------------------------------------------------------

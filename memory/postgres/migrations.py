@@ -188,7 +188,29 @@ async def m007_turn_outcomes(conn: AsyncConnection) -> None:
 
 
 @migration
-async def m008_memory_steering(conn: AsyncConnection) -> None:
+async def m008_turn_vectors(conn: AsyncConnection) -> None:
+    # One small embedding per message (memory/vectors.py: int8 bytes, 256 for 256 dims),
+    # written with the turn when an Embedder is configured: SQLite's m008_turn_vectors in a
+    # bytea (pgvector is not required). `model` names the embedder: vectors of different
+    # models are never compared. Keyed by the turn, so deleting a turn (undo, reset, delete,
+    # purge) deletes its vector through the cascade; context() reads one conversation's
+    # vectors through the second index. Cosines are computed in Python, as on SQLite.
+    await _run(
+        conn,
+        """
+        CREATE TABLE turn_vectors (
+            turn_id bigint PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+            conversation_id text NOT NULL,
+            model text NOT NULL,
+            vector bytea NOT NULL CHECK (octet_length(vector) > 0)
+        )
+        """,
+        "CREATE INDEX turn_vectors_conversation ON turn_vectors (conversation_id, turn_id)",
+    )
+
+
+@migration
+async def m009_memory_steering(conn: AsyncConnection) -> None:
     # Memory the user sees and steers (SQLite's m009_memory_steering, the same tables, columns
     # and checks): `origin` marks a summary the user edited and the tool notes on the user's
     # side; pinned facts live beside the turns, so summarization never folds them (a NULL

@@ -1,11 +1,12 @@
 """The PostgreSQL store's reads: conversations, transcript, context with recall, search, status.
 
-A mixin of `PostgresStore` (store.py), which provides `_fetch`, `_clock` and `policy`.
+A mixin of `PostgresStore` (store.py), which provides `_fetch`, `_clock`, `policy` and
+`embedder`.
 """
 
 from __future__ import annotations
 
-from ..context import assemble_context
+from ..context import assemble_context, missing_candidates, semantic_scores
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from ..recall import (
     MAX_RECALL_TERMS,
@@ -15,8 +16,9 @@ from ..recall import (
     snippet,
 )
 from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
-from ..sql import KIND_CONVERSATION, KIND_PINNED, turn_from_row
+from ..sql import KIND_CONVERSATION, KIND_PINNED, KIND_VECTOR, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
+from ..vectors import embed_query
 from . import sql
 from .text import cjk_patterns, word_query
 
@@ -26,6 +28,17 @@ def _term_params(terms: list[str]) -> dict[str, object]:
     params: dict[str, object] = {"tsq": word_query(terms), "cjk": patterns}
     params.update({f"cjk{i}": p for i, p in enumerate(patterns)})
     return params
+
+
+def _sqlite_shape(row: tuple) -> tuple:
+    """A context row without its trailing vector column, as SQLite's statement returns it:
+    a KIND_VECTOR row holds its vector where SQLite's does, in the content column; a pinned
+    fact's row holds PINNED_COLUMNS (pinned_row)."""
+    if row[0] == KIND_VECTOR:
+        return (KIND_VECTOR, row[1], None, None, row[-1], *row[5:-1])
+    if row[0] == KIND_PINNED:
+        return sql.pinned_row(row)
+    return tuple(row[:-1])
 
 
 class Reads:
@@ -78,31 +91,43 @@ class Reads:
     async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
         """What the model should see: latest summary + the newest turns under the budget.
 
-        With `query` (the new message), older turns that match it are recalled too: at most
-        `recall_k`, each with its neighbour turn, within `recall_chars` of the budget.
+        With `query` (the new message), older turns that match it by words or meaning are
+        recalled too, as snippets packed into `recall_chars` (memory/packing.py) — ranked by
+        the same pure functions as SQLite's, over the same rows and cosines.
         """
-        policy = self.policy
+        policy, now = self.policy, self._clock()
         terms: list[str] = []
+        query_vector = None
         if query and policy.recall_k:
             terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
+            query_vector = await embed_query(self.embedder, query)
         params: dict[str, object] = {
             "conv": conv_id,
             "owner": owner,
-            "now": self._clock(),
+            "now": now,
             "keep": policy.keep_recent,
         }
-        statement = sql.CONTEXT_SQL
+        cjk_count = None
         if terms:
             params.update(_term_params(terms), hits=policy.recall_k)
-            statement = sql.context_recall_sql(len(params["cjk"]))
-        rows = await self._fetch(statement, params)
+            cjk_count = len(params["cjk"])
+        if query_vector is not None:
+            params["model"] = self.embedder.name
+        rows = await self._fetch(sql.context_sql(cjk_count, query_vector is not None), params)
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
         # same pure assembly applies.
-        counters = (KIND_CONVERSATION, rows[0][0], rows[0][1])
-        shaped = [sql.pinned_row(r[2:]) if r[2] == KIND_PINNED else r[2:] for r in rows]
-        return assemble_context([counters, *(r for r in shaped if r[0] is not None)], policy, terms)
+        shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]
+        shaped += [_sqlite_shape(r[2:]) for r in rows if r[2] is not None]
+        semantic = semantic_scores(shaped, query_vector)
+        missing = missing_candidates(shaped, semantic, policy) if semantic else []
+        if missing:
+            found = await self._fetch(sql.RECALL_TURNS_SQL, {"ids": missing, "conv": conv_id})
+            shaped += [_sqlite_shape(r) for r in found]
+        return assemble_context(
+            shaped, policy, terms, semantic=semantic, query=query or "", now=now
+        )
 
     async def search(
         self,

@@ -7,6 +7,8 @@ from __future__ import annotations
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from ..records import Outcome, Turn
 from ..validation import check_outcome, validate_message
+from ..vectors import embed_packed
+from . import sql
 from .text import check_text, index_cjk, index_words
 
 # Only a live reply is rewritten, never a summary or a folded turn; its search text moves with
@@ -41,12 +43,14 @@ class Replies:
         outcome_note: str | None = None,
     ) -> Turn:
         """Rewrite a reply saved while it streams (progress, then the final text) with its
-        outcome: one transaction moves its counters and its search text, so a crash keeps the
-        last saved text. ConversationNotFound when the conversation or the reply is gone."""
+        outcome: one transaction moves its counters, its search text and its vector, so a
+        crash keeps the last saved text. ConversationNotFound when the conversation or the
+        reply is gone."""
         validate_message("assistant", content)
         outcome_note = check_outcome(outcome, outcome_note)
         check_text(content, outcome_note)
         now = self._clock()
+        (vector,) = await embed_packed(self.embedder, [content])
         async with self._write() as conn:
             await self._locked(conn, owner, conv_id)
             cur = await conn.execute(
@@ -69,6 +73,16 @@ class Replies:
             await conn.execute(
                 REPLY_COUNTERS_SQL, {"delta": len(content) - old, "now": now, "conv": conv_id}
             )
+            if vector is not None:
+                await conn.execute(
+                    sql.UPSERT_VECTOR_SQL,
+                    {
+                        "turn": turn_id,
+                        "conv": conv_id,
+                        "model": self.embedder.name,
+                        "vector": vector,
+                    },
+                )
         return Turn(
             id=turn_id,
             conversation_id=conv_id,

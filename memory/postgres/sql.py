@@ -9,7 +9,9 @@ from ..sql import (
     KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
+    KIND_VECTOR,
     METRICS_COLUMNS,
+    TURN_WIDTH,
 )
 
 CONVERSATION_COLUMNS = (
@@ -64,22 +66,26 @@ TRANSCRIPT_SQL = _OUTER.format(
 )
 
 # context(): every row is (message_count, active_count, kind, 15 turn columns, rank,
-# neighbour_of), like the SQLite backend's single statement.
+# neighbour_of, vector), like the SQLite backend's single statement plus a bytea column: a
+# KIND_VECTOR row carries a turn's vector there (SQLite's puts it in the content column, which
+# is text here).
 _RECENT_CTE = (
     f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = %(conv)s "
     "AND NOT compacted AND NOT is_summary ORDER BY id DESC LIMIT %(keep)s)"
 )
+_BEFORE_RECENT = "(SELECT coalesce(min(id), 9223372036854775807) FROM recent)"
 _BASE = (
     f"SELECT * FROM (SELECT {KIND_SUMMARY} AS kind, {TURN_COLUMNS}, NULL::float8 AS rank, "
-    "NULL::bigint AS neighbour_of FROM turns WHERE conversation_id = c.id AND NOT compacted "
-    "AND is_summary ORDER BY id DESC LIMIT 1) s "
-    f"UNION ALL SELECT {KIND_RECENT}, recent.*, NULL, NULL FROM recent "
+    "NULL::bigint AS neighbour_of, NULL::bytea AS vector FROM turns WHERE conversation_id = c.id "
+    "AND NOT compacted AND is_summary ORDER BY id DESC LIMIT 1) s "
+    f"UNION ALL SELECT {KIND_RECENT}, recent.*, NULL, NULL, NULL FROM recent "
     # The conversation's pins, and the owner's "about me" pins when the owner turned them on.
     # A UNION's columns keep one type each, so a pin's columns go where the types match (id,
     # owner, conversation, content, created_at; source turn in covers_from_id): pinned_row().
     f"UNION ALL SELECT {KIND_PINNED}, p.id, p.owner, p.conversation_id, p.content, "
-    "p.created_at, NULL, NULL, p.source_turn_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
-    "NULL, NULL FROM pinned_facts p WHERE p.owner = c.owner AND (p.conversation_id = c.id OR "
+    "p.created_at, NULL, NULL, p.source_turn_id, "
+    + ", ".join(["NULL"] * (TURN_WIDTH - 8 + 3))
+    + " FROM pinned_facts p WHERE p.owner = c.owner AND (p.conversation_id = c.id OR "
     "(p.conversation_id IS NULL AND EXISTS (SELECT 1 FROM owner_settings o "
     "WHERE o.owner = c.owner AND o.about_me)))"
 )
@@ -90,7 +96,24 @@ def pinned_row(row: tuple) -> tuple:
     return (row[0], *row[1:6], row[8])
 
 
-CONTEXT_SQL = f"WITH {_RECENT_CTE} " + _OUTER.format(inner=_BASE)
+# Each hit with the turns just after and just before it (a snippet is built from them).
+_HITS_AND_NEIGHBOURS = (
+    f"SELECT {KIND_HIT}, hits.*, NULL, NULL FROM hits "
+    f"UNION ALL SELECT {KIND_NEXT}, {turn_columns('n')}, NULL, h.id, NULL FROM hits h "
+    "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = %(conv)s "
+    "AND id > h.id AND NOT is_summary ORDER BY id LIMIT 1) "
+    f"UNION ALL SELECT {KIND_PREV}, {turn_columns('n')}, NULL, h.id, NULL FROM hits h "
+    "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = %(conv)s "
+    "AND id < h.id AND NOT is_summary ORDER BY id DESC LIMIT 1)"
+)
+# The vectors of the embedder %(model)s of every turn older than the recent window; the
+# cosines are computed in Python (memory/context.py), exactly as on SQLite.
+_VECTORS = (
+    f"SELECT {KIND_VECTOR}, v.turn_id, "
+    + ", ".join(["NULL"] * (TURN_WIDTH - 1))
+    + ", NULL, NULL, v.vector FROM turn_vectors v WHERE v.conversation_id = %(conv)s "
+    f"AND v.model = %(model)s AND v.turn_id < {_BEFORE_RECENT}"
+)
 
 
 def match_sql(alias: str, cjk_count: int) -> str:
@@ -109,27 +132,33 @@ def _score(alias: str) -> str:
     )
 
 
-def context_recall_sql(cjk_count: int) -> str:
-    hits = (
-        f"hits AS (SELECT {turn_columns('t')}, {_score('t')} AS rank FROM turns t CROSS JOIN q "
-        "WHERE t.conversation_id = %(conv)s AND NOT t.is_summary "
-        # Only turns older than the recent window are candidates.
-        "AND t.id < (SELECT coalesce(min(id), 9223372036854775807) FROM recent) "
-        f"AND {match_sql('t', cjk_count)} ORDER BY rank, t.id LIMIT %(hits)s)"
-    )
-    # Each hit with the turns just after and just before it (a snippet is built from them).
-    neighbours = (
-        f"SELECT {KIND_NEXT}, {turn_columns('n')}, NULL, h.id FROM hits h "
-        "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = %(conv)s "
-        "AND id > h.id AND NOT is_summary ORDER BY id LIMIT 1) "
-        f"UNION ALL SELECT {KIND_PREV}, {turn_columns('n')}, NULL, h.id FROM hits h "
-        "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = %(conv)s "
-        "AND id < h.id AND NOT is_summary ORDER BY id DESC LIMIT 1)"
-    )
-    inner = f"{_BASE} UNION ALL SELECT {KIND_HIT}, hits.*, NULL FROM hits UNION ALL {neighbours}"
-    return f"WITH {_RECENT_CTE}, q AS (SELECT %(tsq)s::tsquery AS q), {hits} " + _OUTER.format(
-        inner=inner
-    )
+def context_sql(cjk_count: int | None, vectors: bool) -> str:
+    """The context statement: with keyword recall when `cjk_count` is not None (%(tsq)s,
+    %(cjk)s, %(cjk0)s..., %(hits)s), with the conversation's vectors when `vectors`
+    (%(model)s)."""
+    ctes = [_RECENT_CTE]
+    inner = _BASE
+    if cjk_count is not None:
+        ctes += [
+            "q AS (SELECT %(tsq)s::tsquery AS q)",
+            f"hits AS (SELECT {turn_columns('t')}, {_score('t')} AS rank FROM turns t "
+            "CROSS JOIN q WHERE t.conversation_id = %(conv)s AND NOT t.is_summary "
+            # Only turns older than the recent window are candidates.
+            f"AND t.id < {_BEFORE_RECENT} AND {match_sql('t', cjk_count)} "
+            "ORDER BY rank, t.id LIMIT %(hits)s)",
+        ]
+        inner += f" UNION ALL {_HITS_AND_NEIGHBOURS}"
+    if vectors:
+        inner += f" UNION ALL {_VECTORS}"
+    return f"WITH {', '.join(ctes)} " + _OUTER.format(inner=inner)
+
+
+# The turns found by meaning that the keywords did not find (%(ids)s), with their neighbours;
+# rows as context_sql's without the two counters.
+RECALL_TURNS_SQL = (
+    f"WITH hits AS (SELECT {TURN_COLUMNS}, NULL::float8 AS rank FROM turns "
+    f"WHERE id = ANY(%(ids)s) AND conversation_id = %(conv)s) {_HITS_AND_NEIGHBOURS}"
+)
 
 
 def search_sql(cjk_count: int, char_count: int = 0) -> str:
@@ -151,16 +180,27 @@ def search_sql(cjk_count: int, char_count: int = 0) -> str:
 APPEND_SQL = (
     # The counters, title and expiry first: the UPDATE is also the visibility check (owner,
     # not expired) and takes the conversation's row lock, so a missing conversation inserts
-    # nothing. One statement: one round trip, atomic on its own.
+    # nothing. Then the turn with its search text, and its vector when there is one (%(model)s
+    # and %(vector)s NULL without). One statement: one round trip, atomic on its own.
     "WITH c AS (UPDATE conversations SET message_count = message_count + 1, "
     "active_count = active_count + 1, chars = chars + %(chars)s, last_active_at = %(now)s, "
     "expires_at = CASE WHEN retention_minutes IS NULL THEN NULL "
     "ELSE %(now)s + retention_minutes * 60.0 END, title = coalesce(title, %(title)s) "
-    f"WHERE id = %(conv)s AND owner = %(owner)s AND {VISIBLE} RETURNING id) "
-    "INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
+    f"WHERE id = %(conv)s AND owner = %(owner)s AND {VISIBLE} RETURNING id), "
+    "t AS (INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
     "origin, outcome, outcome_note, words, cjk) SELECT c.id, %(role)s, %(content)s, %(when)s, "
     "%(incomplete)s, %(speaker)s, %(origin)s, %(outcome)s, %(outcome_note)s, "
-    "%(words)s::tsvector, %(cjk_text)s FROM c RETURNING id"
+    "%(words)s::tsvector, %(cjk_text)s FROM c RETURNING id, conversation_id), "
+    "v AS (INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
+    "SELECT t.id, t.conversation_id, %(model)s, %(vector)s::bytea FROM t "
+    "WHERE %(vector)s::bytea IS NOT NULL) "
+    "SELECT id FROM t"
+)
+# A turn's vector, written or replaced (a reply rewritten while it streams).
+UPSERT_VECTOR_SQL = (
+    "INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
+    "VALUES (%(turn)s, %(conv)s, %(model)s, %(vector)s) ON CONFLICT (turn_id) "
+    "DO UPDATE SET model = excluded.model, vector = excluded.vector"
 )
 
 TRAILING_ACTIVE_SQL = (

@@ -4,7 +4,8 @@ messages as SQLite's (memory/steering.py, pins.py, archive.py), whose pure parts
 
 Every pin write (pin, import) takes a transaction-level advisory lock for the owner first, so
 the pinned-facts budget check and the insert are one step even when two replicas pin at once.
-A mixin of `PostgresStore` (store.py): `_fetch`, `_write`, `_conn`, `_locked`, `_clock`, `policy`.
+A mixin of `PostgresStore` (store.py): `_fetch`, `_write`, `_conn`, `_locked`, `_clock`, `policy`,
+`embedder`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ..sql import (
     turn_from_row,
 )
 from ..validation import check_owner
+from ..vectors import embed_packed
 from . import sql
 from .text import check_text, index_cjk, index_words
 
@@ -291,20 +293,27 @@ class Steering:
 
     async def import_archive(self, owner: str, raw: bytes | str) -> list[Conversation]:
         """Check an export file, then create its conversations in one transaction; nothing
-        is saved when it is refused (ArchiveRefused says why). Recall here is by words: no
-        vectors are written (as for every turn on PostgreSQL)."""
+        is saved when it is refused (ArchiveRefused says why)."""
         parsed = archive.parse_archive(raw)
         check_owner(owner)
         _check_archive_text(parsed)
+        # Embedded before the transaction, as append does: recall by meaning finds them too.
+        vectors = [
+            await embed_packed(self.embedder, [t.content for t in c.turns])
+            for c in parsed.conversations
+        ]
         now = self._clock()
         created: list[str] = []
         async with self._write() as conn:
             await conn.execute(PIN_LOCK_SQL, (owner,))
             for i, (content, at) in enumerate(parsed.about_me):
                 await self._import_pin(conn, owner, None, content, at, f"about_me[{i}]")
-            for i, conv in enumerate(parsed.conversations):
+            pairs = zip(parsed.conversations, vectors, strict=True)
+            for i, (conv, conv_vectors) in enumerate(pairs):
                 where = f"conversations[{i}]"
-                created.append(await self._import_conversation(conn, owner, conv, now, where))
+                conv_id = await self._import_conversation(conn, owner, conv, now, where)
+                await self._import_vectors(conn, conv_id, conv_vectors)
+                created.append(conv_id)
         return [await self.get_conversation(owner, c) for c in created]
 
     async def _import_pin(
@@ -358,6 +367,25 @@ class Steering:
         for i, (content, at) in enumerate(conv.pinned):
             await self._import_pin(conn, owner, conv_id, content, at, f"{where}.pinned[{i}]")
         return conv_id
+
+    async def _import_vectors(
+        self, conn: AsyncConnection, conv_id: str, vectors: list[bytes | None]
+    ) -> None:
+        """The imported messages' vectors (a summary has none), in turn order."""
+        cur = await conn.execute(
+            "SELECT id, is_summary FROM turns WHERE conversation_id = %s ORDER BY id", (conv_id,)
+        )
+        rows = [
+            (tid, conv_id, self.embedder.name, v)
+            for (tid, is_summary), v in zip(await cur.fetchall(), vectors, strict=True)
+            if v is not None and not is_summary
+        ]
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
+                "VALUES (%s, %s, %s, %s)",
+                rows,
+            )
 
     async def delete_owner(self, owner: str) -> int:
         """Delete every conversation, turn, pin and setting of the owner, in one transaction.

@@ -11,8 +11,12 @@ Storage design
   `SELECT ... FOR UPDATE`), so writes to one conversation are serialized across replicas and
   turn ids rise in commit order; writes to different conversations run in parallel.
 - Hot paths are one statement, one round trip: context() (conversation, summary, recent turns,
-  recall hits and their neighbours) and append() (counters, title, expiry, owner check and the
-  INSERT with its search text).
+  recall hits and their neighbours, the conversation's vectors) and append() (counters, title,
+  expiry, owner check and the INSERT with its search text and vector). Turns that only the
+  meaning side found take a second statement, as on SQLite.
+- Turn vectors (memory/vectors.py, int8) are a bytea in `turn_vectors`; their cosines with the
+  question are computed in Python by the same functions as SQLite's, so both backends rank by
+  meaning alike. pgvector is not needed.
 - Summarization: a lease on the conversation row (`summarizing_until`) lets one replica at a
   time call the summarizer; the commit runs under `pg_advisory_xact_lock` for the conversation
   and re-checks that the folded turns and the previous summary are exactly as read.
@@ -50,7 +54,7 @@ from ..validation import (
     make_title,
     validate_message,
 )
-from ..vectors import Embedder
+from ..vectors import Embedder, embed_packed
 from . import sql
 from .fold import Folding
 from .migrations import migrate
@@ -124,12 +128,14 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         policy: MemoryPolicy,
         summarizer: Summarizer,
         clock: Callable[[], float],
+        embedder: Embedder | None = None,
     ):
         self._pool = pool
         self.url = safe_url(url)
         self._raw_url = url
         self.policy = policy
         self.summarizer = summarizer
+        self.embedder = embedder
         self._clock = clock
         self._summarizing: set[str] = set()
         self._last_purge = float("-inf")
@@ -149,12 +155,9 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         """Connect, migrate under an advisory lock, and return the store.
 
         Raises StorageUnavailable (with what to do next) when the server cannot be reached,
-        refuses the login, or the user may not create the schema. Recall here is by words
-        only: an `embedder` is accepted (the Runtime passes one) but turn vectors are not
-        stored on PostgreSQL yet.
+        refuses the login, or the user may not create the schema. With an `embedder`, every
+        message gets a vector when written and recall adds meaning to keywords, as on SQLite.
         """
-        if embedder is not None:
-            log.info("PostgreSQL memory recalls by words only; %s is not used", embedder.name)
         kwargs = {
             "autocommit": True,
             "prepare_threshold": None,
@@ -183,7 +186,8 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         except (psycopg.Error, OSError) as exc:
             await pool.close()
             raise unavailable(exc, url) from exc
-        return cls(pool, url, policy or MemoryPolicy(), summarizer or ExtractiveSummarizer(), clock)
+        policy = policy or MemoryPolicy()
+        return cls(pool, url, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
 
     async def close(self) -> None:
         if not self._closed:
@@ -339,6 +343,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         check_text(content, speaker, outcome_note)
         now = self._clock()
         when = check_created_at(created_at, now)
+        (vector,) = await embed_packed(self.embedder, [content])
         rows = await self._fetch(
             sql.APPEND_SQL,
             {
@@ -357,6 +362,8 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
                 "outcome_note": outcome_note,
                 "words": index_words(content),
                 "cjk_text": index_cjk(content),
+                "model": self.embedder.name if vector is not None else None,
+                "vector": vector,
             },
         )
         if not rows:
@@ -384,6 +391,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         check_text(owner, title, persona_id, *(c for _, c, _ in rows))
         conv_id = secrets.token_urlsafe(16)
         title = title or next((make_title(c) for role, c, _ in rows if role == "user"), None)
+        vectors = await embed_packed(self.embedder, [c for _, c, _ in rows])
         async with self._write() as conn:
             # last_active_at is now: retention counts from the import, not the old messages.
             await conn.execute(
@@ -399,6 +407,17 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
                     "VALUES (%s, %s, %s, %s, %s::tsvector, %s)",
                     [(conv_id, r, c, when, index_words(c), index_cjk(c)) for r, c, when in rows],
                 )
+                # The new conversation's turns, in the order they were inserted.
+                await cur.execute(
+                    "SELECT id FROM turns WHERE conversation_id = %s ORDER BY id", (conv_id,)
+                )
+                ids = [tid for (tid,) in await cur.fetchall()]
+                await cur.executemany(
+                    "INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
+                    "VALUES (%s, %s, %s, %s)",
+                    [(tid, conv_id, self.embedder.name, v)
+                     for tid, v in zip(ids, vectors, strict=True) if v is not None],
+                )  # fmt: skip
             return await self._locked(conn, owner, conv_id)
 
     async def _remove_turns(self, conn: AsyncConnection, conv_id: str, turns: list[Turn]) -> None:
