@@ -26,11 +26,59 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 GRACEFUL_SHUTDOWN_S = 10.0
 AFTER_STOP_S = 1.0  # after on_stop, what open connections get before they are cut
 T = TypeVar("T")
+log = logging.getLogger("mnemo.server")
+
+
+class EndLostSessionStreams:
+    """ASGI wrapper: ends Gradio's queue stream for an unknown session cleanly.
+
+    A browser whose session this process does not know (a load balancer moved it from another
+    replica, or the app restarted) opens `/gradio_api/queue/data`; Gradio streams it a
+    "session not found" message, on which the page starts a new session, and then raises a
+    404 inside the response it has already started. uvicorn logs that as "Exception in ASGI
+    application" with two tracebacks, for what is an expected event of running replicas.
+    This wrapper logs one line instead and closes the stream Gradio left open.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/queue/data"):
+            await self.app(scope, receive, send)
+            return
+        sent = {"start": False, "end": False}
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                sent["start"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                sent["end"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if not (sent["start"] and _is_not_found(exc)):
+                raise
+            log.info("a page's event stream named a session this process does not know; told it")
+            if not sent["end"]:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _is_not_found(exc: BaseException | None) -> bool:
+    """Whether a 404 HTTPException is the exception or one of its causes."""
+    while exc is not None:
+        if isinstance(exc, HTTPException) and exc.status_code == 404:
+            return True
+        exc = exc.__cause__
+    return False
 
 
 class _Server(uvicorn.Server):
@@ -96,7 +144,7 @@ class WebServer:
         self.host = host
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(
-            app,
+            EndLostSessionStreams(app),
             log_level="warning",
             # Gradio's own launch() settings: no websockets needed (its queue streams over
             # SSE), and in-flight streams get time to finish on shutdown.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+from api_harness import api_server
 
 from api.server import bind
 
@@ -118,3 +120,43 @@ def test_python_app_py_serves_the_ui_and_the_api_on_one_port(tmp_path):
         out, _ = proc.communicate(timeout=30)
     assert f"Mnemo is running on {url} (HTTP API: {url}/api/v1/docs)" in out
     assert "Traceback" not in out
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_page_from_another_replica_is_told_its_session_is_unknown_without_a_traceback(
+    tmp_path, fake
+):
+    """A load balancer that moves a browser to this replica: Gradio's queue stream for a session
+    made elsewhere answers "session not found" (the page then starts a new one) and ends; the
+    log gets one line, not uvicorn's "Exception in ASGI application"."""
+    seen = _Records()
+    # uvicorn's loggers do not propagate to the root logger, so pytest's caplog misses them.
+    watched = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "mnemo.server")]
+    for logger in watched:
+        logger.addHandler(seen)
+    logging.getLogger("mnemo.server").setLevel(logging.INFO)
+    try:
+        with api_server(tmp_path, fake.url) as server:
+            with httpx.stream(
+                "GET", server.url + "/gradio_api/queue/data", params={"session_hash": "elsewhere"}
+            ) as response:
+                body = response.read().decode()
+            alive = httpx.get(server.url + "/api/v1/openapi.json")
+    finally:
+        for logger in watched:
+            logger.removeHandler(seen)
+        logging.getLogger("mnemo.server").setLevel(logging.NOTSET)
+    assert response.status_code == 200
+    assert '"session_not_found":true' in body
+    assert alive.status_code == 200
+    messages = [r.getMessage() for r in seen.records]
+    assert [m for m in messages if "Exception in ASGI application" in m] == [], messages
+    assert any("session this process does not know" in m for m in messages), messages
