@@ -139,9 +139,9 @@ def test_screenshot_of_a_roundtable_in_traditional_chinese(browser, server):
         page.locator("#new-chat").click()
         pick_roundtable(page)
         ask(page, NIKE_ZH, saved="記得 5 則訊息")
-        # The veto toast (in Chinese) would cover the last bubble: close it.
-        for close in page.locator(".toast-close").all():
-            close.click()
+        # The veto toast (in Chinese) would cover the last bubble: wait until it has closed
+        # itself (clicking each close button raced the toast closing on its own).
+        expect(page.locator("[data-testid=toast-body]")).to_have_count(0)
         page.mouse.move(900, 990)
         page.wait_for_timeout(500)
         out = ROOT / "docs" / "roundtable-zh-tw.png"
