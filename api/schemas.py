@@ -204,6 +204,9 @@ class SearchHitOut(BaseModel):
     role: str
     snippet: str = Field(description="The message around the matches, each wrapped in **.")
     created_at: str
+    speaker: str | None = Field(
+        default=None, description="A roundtable reply: the persona id of who said it."
+    )
 
 
 class SearchResult(BaseModel):
@@ -391,4 +394,5 @@ def hit_out(h: Any) -> dict[str, Any]:
         "role": h.role,
         "snippet": h.snippet,
         "created_at": iso(h.created_at),
+        "speaker": getattr(h, "speaker", None),
     }

@@ -388,12 +388,15 @@ class Conversations(RoundtableOps):
                 continue
             # Wide enough that the title is shown from its start, not cut around the match.
             marked = snippet(title, terms, mark, width=3 * len(title) + 3) if title else ""
+            found = by_conversation.get(conversation.id, [])
+            spoke = {h.speaker for h in found if h.speaker and h.speaker in infos}
             results.append(
                 SearchResult(
                     conversation,
                     marked,
-                    by_conversation.get(conversation.id, []),
+                    found,
                     infos.get(conversation.persona_id),
+                    {pid: infos[pid] for pid in spoke},
                 )
             )
             if len(results) >= limit:

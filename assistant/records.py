@@ -197,6 +197,8 @@ class SearchResult:
     title: str  # the title with matches wrapped in the search's mark; "" when untitled
     hits: list[SearchHit]  # its matching messages, newest first (may be empty: title match)
     persona: PersonaInfo | None
+    # The personas whose roundtable replies are among the hits, by id (names for the sidebar).
+    speakers: dict[str, PersonaInfo] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

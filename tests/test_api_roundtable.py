@@ -91,6 +91,9 @@ def test_each_speaker_streams_separately_then_the_final_event(server, fake):
             ("assistant", pid) for pid in ORDER
         ]
         assert [m["content"] for m in stored[1:]] == [e["reply"] for e in ends]
+        # Search names who said a reply, as the messages do.
+        found = client.get("/search", params={"q": "Controller"}).json()["results"]
+        assert [h["speaker"] for h in found[0]["hits"]] == ["finance"]
 
 
 def test_the_json_form_returns_each_speakers_reply(server, fake):
