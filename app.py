@@ -30,7 +30,7 @@ from api.server import WebServer
 from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
-from ui import chat, memory_badge, personas_tab, sidebar
+from ui import chat, memory_badge, personas_tab, roundtables_tab, sidebar
 from ui.i18n import I18N, LANG_HEAD, REPORT_LANG, t
 from ui.page import QUIET, ChatView, Page, open_latest, outputs, relabel
 from ui.sessions import browser_secret, owner_for
@@ -72,6 +72,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                 inspector = memory_badge.render_inspector()
             with gr.Tab(t("tab_personas"), id="persona-tab", elem_id="persona-tab"):
                 editor = personas_tab.render()
+                boards = roundtables_tab.render()
 
         page = Page(
             owner=owner,
@@ -106,6 +107,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         chat.wire(rt, page, pane)
         memory_badge.wire(rt, page)
         personas_tab.wire(rt, page, editor, loaded)
+        roundtables_tab.wire(rt, page, boards, loaded)
     return demo
 
 

@@ -137,6 +137,15 @@ class PersonaDocument:
 
 
 @dataclass(frozen=True)
+class RoundtableDraft:
+    """Roundtable YAML that validates (not saved): its name and speakers in order."""
+
+    id: str
+    display_name: str
+    speakers: list[str]  # persona ids, the chair last
+
+
+@dataclass(frozen=True)
 class PersonaDraft:
     """YAML that validates (not saved): what the form and the preview show for it."""
 
