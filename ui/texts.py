@@ -377,6 +377,15 @@ STORED = (
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 
+# The persona a new chat starts with when none is picked, by language (None: the app's default).
+DEFAULT_PERSONAS = {CHINESE: "assistant_zh_tw"}
+
+
+def default_persona() -> str | None:
+    """The persona a new chat on this page starts with: the one that speaks its language."""
+    return DEFAULT_PERSONAS.get(current_language())
+
+
 def chinese() -> bool:
     """Whether this event's browser reads Traditional Chinese."""
     return current_language() == CHINESE
