@@ -32,7 +32,7 @@ from api.server import WebServer
 from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
-from ui import chat, memory_badge, memory_panel, personas_tab, sidebar
+from ui import chat, memory_badge, memory_panel, personas_tab, roundtables_tab, sidebar
 from ui.i18n import I18N, LANG_HEAD, REPORT_LANG, t
 from ui.page import QUIET, ChatView, Page, open_latest, outputs, relabel
 from ui.sessions import browser_secret, owner_for
@@ -75,6 +75,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
                 memory = memory_panel.render()
             with gr.Tab(t("tab_personas"), id="persona-tab", elem_id="persona-tab"):
                 editor = personas_tab.render()
+                boards = roundtables_tab.render()
 
         page = Page(
             owner=owner,
@@ -110,6 +111,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         memory_badge.wire(rt, page, header)
         memory_panel.wire(rt, page, memory, loaded)
         personas_tab.wire(rt, page, editor, loaded)
+        roundtables_tab.wire(rt, page, boards, loaded)
     return demo
 
 

@@ -4,6 +4,14 @@
     event: done    data: ReplyOut                  model, usage, memory status (always last)
     event: error   data: a problem document        the model failed part-way
 
+A conversation whose persona is a roundtable is answered by each speaker in turn:
+
+    event: speaker_start  data: SpeakerOut        persona id, name, role, the veto if decided
+    event: delta          data: {"text", "speaker": persona id}
+    event: speaker_end    data: SpeakerReplyOut   that speaker's reply, complete and saved
+    ... the next speaker ...
+    event: done           data: ReplyOut          the chair's reply, and `speakers`: every one
+
 The user's message is saved before the model is called (the service does that), and the
 reply runs in its own task, not in the request: a client that disconnects mid-reply loses
 nothing — the reply finishes and is saved complete, and the next GET of the messages shows
@@ -28,6 +36,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from assistant.chat import Cleared, Delta, Done
 from assistant.conversations import Conversations
+from assistant.roundtable import RoundtableDone, Speaking, Spoke
 
 from . import schemas
 from .auth import Facade, Owner
@@ -101,20 +110,84 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-async def _final(svc: Conversations, owner: str, conversation_id: str, event: Any) -> dict:
-    """The `done` payload for a Done or Cleared event, with the memory status after it."""
+class _Said:
+    """What a turn's events have said so far: who is speaking, and each finished reply (a
+    roundtable's speakers; a single persona has none)."""
+
+    def __init__(self) -> None:
+        self.speaker: str | None = None
+        self.spoke: list[Spoke] = []
+
+    def frame(self, item: Any) -> tuple[str, dict[str, Any]] | None:
+        """The event for a speaker's start, a piece of a reply or a speaker's end."""
+        if isinstance(item, Speaking):
+            self.speaker = item.speaker.persona_id
+            return "speaker_start", schemas.speaker_out(item.speaker, item.veto)
+        if isinstance(item, Delta):
+            data = {"text": item.text}
+            if self.speaker:
+                data["speaker"] = self.speaker
+            return "delta", data
+        if isinstance(item, Spoke):
+            self.spoke.append(item)
+            return "speaker_end", schemas.speaker_reply_out(item.speaker, item.done)
+        return None
+
+
+def _total(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _board_reply(event: RoundtableDone, said: _Said) -> dict[str, Any]:
+    """A roundtable's final payload: the chair's reply (it speaks last), every speaker's, and
+    the tokens of all of them."""
+    dones = [s.done for s in said.spoke]
+    return {
+        "reply": dones[-1].reply if dones else "",
+        "status": "incomplete" if any(d.status == "incomplete" for d in dones) else "ok",
+        "model": event.model,
+        "usage": {
+            "input_tokens": _total([d.usage.input_tokens for d in dones]),
+            "output_tokens": _total([d.usage.output_tokens for d in dones]),
+        },
+        "saved": all(d.saved for d in dones),
+        "notice": next((d.notice for d in dones if d.notice), None),
+        "reset": None,
+        "roundtable": event.roundtable_id,
+        "speakers": [schemas.speaker_reply_out(s.speaker, s.done) for s in said.spoke],
+        "veto": schemas.veto_out(event.veto),
+    }
+
+
+FINAL = (Done, Cleared, RoundtableDone)
+
+
+async def _final(
+    svc: Conversations, owner: str, conversation_id: str, event: Any, said: _Said
+) -> dict:
+    """The `done` payload for a Done, Cleared or RoundtableDone event, with the memory status
+    after it."""
     try:
         memory = schemas.status_out(await svc.status(owner, conversation_id))
     except Exception:  # the reply is saved; a status that cannot be read is left out
         log.warning("memory status after a reply failed", exc_info=True)
         memory = None
+    if isinstance(event, RoundtableDone):
+        return {**_board_reply(event, said), "memory": memory}
+    return {**_one_reply(svc, event), "memory": memory, **_NO_BOARD}
+
+
+_NO_BOARD = {"roundtable": None, "speakers": None, "veto": None}
+
+
+def _one_reply(svc: Conversations, event: Done | Cleared) -> dict[str, Any]:
     if isinstance(event, Cleared):
         return {
             "reply": "",
             "status": "ok",
             "model": svc.model_name,
             "usage": {"input_tokens": None, "output_tokens": None},
-            "memory": memory,
             "saved": True,
             "notice": None,
             "reset": schemas.reset_out(event.result),
@@ -123,11 +196,7 @@ async def _final(svc: Conversations, owner: str, conversation_id: str, event: An
         "reply": event.reply,
         "status": event.status,
         "model": event.model,
-        "usage": {
-            "input_tokens": event.usage.input_tokens,
-            "output_tokens": event.usage.output_tokens,
-        },
-        "memory": memory,
+        "usage": schemas.usage_out(event.usage),
         "saved": event.saved,
         "notice": event.notice,
         "reset": None,
@@ -135,17 +204,35 @@ async def _final(svc: Conversations, owner: str, conversation_id: str, event: An
 
 
 async def _stream(
-    svc: Conversations, owner: str, conversation_id: str, first: Any, queue: Any
+    svc: Conversations, owner: str, conversation_id: str, started: list[Any], queue: Any
 ) -> AsyncIterator[bytes]:
-    item = first
-    while item is not _END:
-        if isinstance(item, Delta):
-            yield _sse("delta", {"text": item.text})
-        elif isinstance(item, Done | Cleared):
-            yield _sse("done", await _final(svc, owner, conversation_id, item))
+    said = _Said()
+    items = list(started)
+    while True:
+        item = items.pop(0) if items else await queue.get()
+        if item is _END:
+            return
+        frame = said.frame(item)
+        if frame is not None:
+            yield _sse(*frame)
+        elif isinstance(item, FINAL):
+            yield _sse("done", await _final(svc, owner, conversation_id, item, said))
         elif isinstance(item, _Failed):
             yield _sse("error", problem_of(item.error))
-        item = await queue.get()
+
+
+async def _started(queue: Any) -> list[Any]:
+    """The turn's first events, up to its first piece of reply or its end: a roundtable
+    announces a speaker before the model is called, and a failure there (the quota, the model
+    refusing) is still an error before the reply starts — a status code, not a stream."""
+    started = [await queue.get()]
+    while isinstance(started[-1], Speaking):
+        started.append(await queue.get())
+    if isinstance(started[-1], _Failed):
+        raise started[-1].error
+    if started[-1] is _END:  # the service always ends a turn with a final event
+        raise RuntimeError("the reply ended without an event")
+    return started
 
 
 SEND_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -156,7 +243,9 @@ SEND_RESPONSES: dict[int | str, dict[str, Any]] = {
                 "schema": {"type": "string"},
                 "example": 'event: delta\ndata: {"text": "Hel"}\n\nevent: delta\ndata: '
                 '{"text": "lo!"}\n\nevent: done\ndata: {"reply": "Hello!", "status": "ok", '
-                '"model": "Gemini 2.5 Flash", ...}\n\n',
+                '"model": "Gemini 2.5 Flash", ...}\n\n'
+                "(a roundtable: speaker_start, delta with speaker, speaker_end per speaker, "
+                "then done)",
             },
             "application/json": {"schema": {"$ref": "#/components/schemas/ReplyOut"}},
         },
@@ -181,27 +270,25 @@ async def send(
     ] = None,
 ) -> Any:
     """Your message is saved first; then the reply streams as `delta` events and a final
-    `done` event. If you disconnect, the reply still finishes and is saved."""
+    `done` event (a roundtable: `speaker_start`, `delta`s and `speaker_end` for each speaker,
+    then `done`). If you disconnect, the reply still finishes and is saved."""
     streaming = _wants_stream(request.headers.get("accept"), stream)
     queue = request.app.state.turns.start(svc.send(owner, conversation_id, body.text))
-    first = await queue.get()
-    if isinstance(first, _Failed):
-        raise first.error
-    if first is _END:  # the service always ends a turn with Done or Cleared
-        raise RuntimeError("the reply ended without an event")
+    started = await _started(queue)
     if streaming:
         return StreamingResponse(
-            _stream(svc, owner, conversation_id, first, queue),
+            _stream(svc, owner, conversation_id, started, queue),
             media_type="text/event-stream",
             # No caching, and no buffering by a proxy in front (nginx, a Space's): each event
             # should reach the client as it is written.
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    item, final = first, None
+    said, final = _Said(), None
+    item = started.pop(0)
     while item is not _END:
         if isinstance(item, _Failed):
             raise item.error
-        if isinstance(item, Done | Cleared):
-            final = await _final(svc, owner, conversation_id, item)
-        item = await queue.get()
+        if said.frame(item) is None and isinstance(item, FINAL):
+            final = await _final(svc, owner, conversation_id, item, said)
+        item = started.pop(0) if started else await queue.get()
     return JSONResponse(final)

@@ -146,6 +146,9 @@ class MessageOut(BaseModel):
     )
     outcome_note: str | None = Field(default=None, description="Why, in the chat's words.")
     covers_count: int | None = Field(description="For a summary: how many messages it covers.")
+    speaker: str | None = Field(
+        default=None, description="A roundtable reply: the persona id of who said it."
+    )
 
 
 class MessagesPage(BaseModel):
@@ -201,6 +204,9 @@ class SearchHitOut(BaseModel):
     role: str
     snippet: str = Field(description="The message around the matches, each wrapped in **.")
     created_at: str
+    speaker: str | None = Field(
+        default=None, description="A roundtable reply: the persona id of who said it."
+    )
 
 
 class SearchResult(BaseModel):
@@ -224,8 +230,45 @@ class UsageOut(BaseModel):
     output_tokens: int | None
 
 
+class VetoOut(BaseModel):
+    """The veto the metrics table decided (code, not the model)."""
+
+    member: str = Field(description="The persona id holding the veto.")
+    threshold_pct: float
+    label: str = Field(description="What the vetoing member's last line starts with.")
+    below: list[str] = Field(description="The entries the message names under the threshold.")
+    reason: str
+
+
+class SpeakerOut(BaseModel):
+    """A roundtable speaker: the `speaker_start` event's data."""
+
+    persona_id: str
+    name: str
+    avatar: str
+    role: Literal["member", "chair"]
+    index: int = Field(description="0-based position in the speaking order.")
+    total: int
+    veto: VetoOut | None = Field(
+        description="Set for the vetoing member and the chair when the table decided a veto."
+    )
+
+
+class SpeakerReplyOut(BaseModel):
+    """One speaker's reply: the `speaker_end` event's data, and an item of `speakers`."""
+
+    persona_id: str
+    name: str
+    reply: str
+    status: Literal["ok", "incomplete"]
+    usage: UsageOut
+    saved: bool
+    notice: str | None
+
+
 class ReplyOut(BaseModel):
-    """The final event of a stream, or the whole JSON answer."""
+    """The final event of a stream, or the whole JSON answer. For a roundtable, `reply` is the
+    chair's (the decision) and `speakers` holds every reply in speaking order."""
 
     reply: str
     status: Literal["ok", "incomplete"]
@@ -235,6 +278,51 @@ class ReplyOut(BaseModel):
     saved: bool
     notice: str | None
     reset: ResetOut | None = Field(None, description="Set when the message was `/reset`.")
+    roundtable: str | None = Field(None, description="The roundtable that answered, if one did.")
+    speakers: list[SpeakerReplyOut] | None = Field(
+        None, description="A roundtable's replies in speaking order (null for one persona)."
+    )
+    veto: VetoOut | None = Field(None, description="A roundtable's veto, when one was decided.")
+
+
+def usage_out(usage: Any) -> dict[str, Any]:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+
+
+def veto_out(veto: Any) -> dict[str, Any] | None:
+    if veto is None or not veto.vetoed:
+        return None
+    return {
+        "member": veto.member,
+        "threshold_pct": veto.threshold_pct,
+        "label": veto.label,
+        "below": [entry.name for entry in veto.below],
+        "reason": veto.reason(),
+    }
+
+
+def speaker_out(speaker: Any, veto: Any = None) -> dict[str, Any]:
+    return {
+        "persona_id": speaker.persona_id,
+        "name": speaker.display_name,
+        "avatar": speaker.avatar or "",
+        "role": speaker.role,
+        "index": speaker.index,
+        "total": speaker.total,
+        "veto": veto_out(veto),
+    }
+
+
+def speaker_reply_out(speaker: Any, done: Any) -> dict[str, Any]:
+    return {
+        "persona_id": speaker.persona_id,
+        "name": speaker.display_name,
+        "reply": done.reply,
+        "status": done.status,
+        "usage": usage_out(done.usage),
+        "saved": done.saved,
+        "notice": done.notice,
+    }
 
 
 def conversation_out(c: Any) -> dict[str, Any]:
@@ -261,6 +349,7 @@ def message_out(t: Any) -> dict[str, Any]:
         "outcome": t.outcome,
         "outcome_note": t.outcome_note,
         "covers_count": t.covers_count,
+        "speaker": getattr(t, "speaker", None),
     }
 
 
@@ -305,4 +394,5 @@ def hit_out(h: Any) -> dict[str, Any]:
         "role": h.role,
         "snippet": h.snippet,
         "created_at": iso(h.created_at),
+        "speaker": getattr(h, "speaker", None),
     }

@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from memory import (
@@ -60,7 +61,7 @@ from .errors import (
 )
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
-from .tools import Toolbox, ToolCall, save_note, search_messages
+from .tools import Search, Toolbox, ToolCall, save_note, search_messages
 from .turn_state import INTERRUPTED, STOPPED_EARLY, Admission, ReplyState, outcome_of
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,8 @@ class ChatService:
         # Per owner: turns admitted whose metrics row (what the quota counts) is not written
         # yet, so a burst of concurrent messages cannot slip past the quota.
         self._pending: Counter[str] = Counter()
+        # The search_memory tool's search (the facade puts the sidebar's in its place).
+        self.search_memory: Search = partial(search_messages, self.store)
 
     # -- the turn -----------------------------------------------------------------------
 
@@ -335,12 +338,6 @@ class ChatService:
     def toolbox(self, owner: str, conv_id: str) -> Toolbox:
         """The tools the model may call in a turn of this owner and conversation."""
         return Toolbox(self.store, owner, conv_id, self.search_memory, self.clock)
-
-    async def search_memory(
-        self, owner: str, query: str, leave_out: str | None = None
-    ) -> list[dict[str, str]]:
-        """The search_memory tool's search (the facade swaps in the sidebar's)."""
-        return await search_messages(self.store, owner, query, leave_out)
 
     async def _tool_note(self, turn: ReplyState, call: ToolCall) -> ToolUsed:
         """Save the call's note as a user-side turn (never as the assistant's words)."""

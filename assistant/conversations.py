@@ -30,9 +30,7 @@ from memory import (
     TokenNotFound,
     Turn,
 )
-from memory import (
-    InvalidInput as MemoryInvalidInput,
-)
+from memory import InvalidInput as MemoryInvalidInput
 from memory.recall import lone_cjk, query_terms, snippet, term_pattern
 from personas import (
     DEFAULT_PERSONA_ID,
@@ -165,15 +163,13 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
 
 
 class Conversations(MemoryControls, RoundtableOps):
-    """Conversations, their memory, the chat turn and the persona editor, for one app. The
-    memory panel's operations (pins, summary, export/import, ...) are in MemoryControls."""
+    """Conversations, their memory (MemoryControls), the chat turn, personas, for one app."""
 
     def __init__(self, service: ChatService, roundtables: RoundtableRegistry | None = None) -> None:
         self.service = service
         self.store = service.store  # fail-open (assistant.failopen)
         self.registry = service.personas
-        if roundtables is None:
-            roundtables = RoundtableRegistry(data_dir=service.personas.data_dir)
+        roundtables = roundtables or RoundtableRegistry(data_dir=service.personas.data_dir)
         self.roundtable_registry = roundtables
         self.roundtable_runner = RoundtableRunner(service, roundtables)
         self._turn_locks: dict[str, asyncio.Lock] = {}
@@ -181,8 +177,7 @@ class Conversations(MemoryControls, RoundtableOps):
         # whether new replies may still start.
         self.replies: set[asyncio.Task[Any]] = set()
         self.draining = False
-        # The model's search_memory tool is the sidebar's search.
-        service.search_memory = self.search_for_tools  # type: ignore[method-assign]
+        service.search_memory = self.search_for_tools  # the tool searches as the sidebar does
 
     _errors = staticmethod(user_errors)  # RoundtableOps maps errors the same way
 
@@ -392,12 +387,15 @@ class Conversations(MemoryControls, RoundtableOps):
                 continue
             # Wide enough that the title is shown from its start, not cut around the match.
             marked = snippet(title, terms, mark, width=3 * len(title) + 3) if title else ""
+            found = by_conversation.get(conversation.id, [])
+            spoke = {h.speaker for h in found if h.speaker and h.speaker in infos}
             results.append(
                 SearchResult(
                     conversation,
                     marked,
-                    by_conversation.get(conversation.id, []),
+                    found,
                     infos.get(conversation.persona_id),
+                    {pid: infos[pid] for pid in spoke},
                 )
             )
             if len(results) >= limit:

@@ -137,6 +137,15 @@ class PersonaDocument:
 
 
 @dataclass(frozen=True)
+class RoundtableDraft:
+    """Roundtable YAML that validates (not saved): its name and speakers in order."""
+
+    id: str
+    display_name: str
+    speakers: list[str]  # persona ids, the chair last
+
+
+@dataclass(frozen=True)
 class PersonaDraft:
     """YAML that validates (not saved): what the form and the preview show for it."""
 
@@ -197,6 +206,8 @@ class SearchResult:
     title: str  # the title with matches wrapped in the search's mark; "" when untitled
     hits: list[SearchHit]  # its matching messages, newest first (may be empty: title match)
     persona: PersonaInfo | None
+    # The personas whose roundtable replies are among the hits, by id (names for the sidebar).
+    speakers: dict[str, PersonaInfo] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,19 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from memory import ConversationNotFound, StorageUnavailable, Turn
-from personas import PersonaError, PersonaRegistry, PersonaVersion, RoundtableRegistry
+from personas import (
+    InvalidPersona,
+    PersonaError,
+    PersonaRegistry,
+    PersonaVersion,
+    RoundtableRegistry,
+    load_roundtable_text,
+)
 
 from .chat import ChatService, Preview
-from .errors import RoundtableUnavailable
+from .errors import InvalidPersonaYaml, RoundtableUnavailable
 from .failopen import FailOpenStore
-from .records import PersonaInfo, RoundtableDocument, RoundtableInfo
+from .records import PersonaInfo, RoundtableDocument, RoundtableDraft, RoundtableInfo
 from .roundtable import RoundtableRunner, roundtable_id_of
 
 T = TypeVar("T")
@@ -149,6 +156,20 @@ class RoundtableOps:
                 version_numbers=[v.version for v in versions],
                 disk_error=registry.last_error(roundtable_id),
             )
+
+    @staticmethod
+    def validate_roundtable(yaml_text: str) -> RoundtableDraft:
+        """Validate roundtable YAML without saving; raises InvalidPersonaYaml with located
+        problems (whether its personas exist is for the owner: `roundtables()` says)."""
+        try:
+            board = load_roundtable_text(yaml_text or "")
+        except InvalidPersona as exc:
+            located = [
+                {"field": p.field, "message": p.message, "line": p.line, "column": p.column}
+                for p in exc.details
+            ]
+            raise InvalidPersonaYaml(str(exc), list(exc.problems), located) from exc
+        return RoundtableDraft(board.id, board.display_name, list(board.speakers))
 
     async def save_roundtable(self, owner: str, yaml_text: str) -> RoundtableInfo:
         """Save a new version for this owner, used from the next message. Bad YAML raises

@@ -236,6 +236,7 @@ class SearchHit:
     role: Role
     snippet: str  # matched terms wrapped in [ ]
     created_at: float
+    speaker: str | None = None  # a roundtable reply: the persona id that wrote it
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,7 @@ INSERT_VECTOR = (
 # -- search -----------------------------------------------------------------------------
 
 SEARCH = (
-    "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
+    "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at, t.speaker "
     "FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
     "JOIN conversations c ON c.id = t.conversation_id "
     "WHERE turns_fts MATCH ? AND c.owner = ? "
@@ -221,7 +221,7 @@ def search_characters(count: int) -> str:
     """The SELECT for `count` characters; params: owner, now, *characters, limit."""
     contains = " OR ".join(["instr(t.content, ?) > 0"] * count)
     return (
-        "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
+        "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at, t.speaker "
         "FROM conversations c JOIN turns t ON t.conversation_id = c.id "
         "WHERE c.owner = ? AND (c.expires_at IS NULL OR c.expires_at > ?) "
         f"AND ({contains}) ORDER BY t.id DESC LIMIT ?"

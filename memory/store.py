@@ -448,8 +448,9 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
                 role=role,
                 snippet=snippet(content, [*terms, *characters], mark),
                 created_at=created,
+                speaker=speaker,
             )
-            for tid, cid, title, role, content, created in rows
+            for tid, cid, title, role, content, created, speaker in rows
         ]
 
     async def find_conversations(

@@ -179,3 +179,25 @@ async def test_a_single_cjk_character_finds_a_title(rt):
     trip = await chat(rt, OWNER, "hello", title="台北旅行")
     view = await sidebar.search_conversations(rt, OWNER, "北")
     assert view.hit_ids == [trip] and "台<mark>北</mark>旅行" in shown(view)[0]
+
+
+async def test_a_roundtable_reply_is_labelled_with_its_speaker(rt):
+    """Issue 13: the sidebar names who said it — the speaker persona, not "Assistant"."""
+    store = await rt.store()
+    board = await store.create_conversation(OWNER, persona_id="roundtable:erp_board")
+    await store.append(OWNER, board.id, "user", "Should we take the Nike order by Tuesday?")
+    await store.append(OWNER, board.id, "assistant", "Sales wants the Nike order.", speaker="sales")
+    await store.append(
+        OWNER, board.id, "assistant", "The Nike margin is too thin.", speaker="finance"
+    )
+    await store.append(OWNER, board.id, "assistant", "Nike: gone persona.", speaker="ghost")
+    view = await sidebar.search_conversations(rt, OWNER, "margin")
+    row = shown(view)[0]
+    assert '<span class="hit-who">Finance Controller:</span>' in row
+    assert "Assistant" not in row and row.startswith('<div class="hit"><div class="hit-title">👥')
+    # A persona that no longer exists: its id, as the chat's bubbles show it.
+    view = await sidebar.search_conversations(rt, OWNER, "gone persona")
+    assert '<span class="hit-who">ghost:</span>' in shown(view)[0]
+    # The user's own message is still "You".
+    view = await sidebar.search_conversations(rt, OWNER, "tuesday")
+    assert '<span class="hit-who">You:</span>' in shown(view)[0]

@@ -545,8 +545,11 @@ def test_user_text_in_notices_and_status_lines_shows_as_typed(context, server):
 
     open_persona_tab(page)
     replace_yaml(page, f"id: owl\ndisplay_name: '{MARKUP}'\nrole_description: A wise owl.\n")
-    page.locator("#validate-btn").click()
     status = page.locator("#persona-status")
+    # The editor has checked the typed YAML (its own status line) before Validate is clicked:
+    # otherwise, on a busy machine, that check's answer can land after Validate's and replace it.
+    expect(status).to_contain_text("Valid, not saved yet")
+    page.locator("#validate-btn").click()
     expect(status).to_contain_text(f"Valid: {MARKUP} (owl)")
     no_markup_inside(status)
     page.locator("#save-btn").click()

@@ -218,6 +218,15 @@ VISIBLE_TEXT = """() => {
     if (box.width <= 1 || box.height <= 1 || !el.getClientRects().length) continue;
     out.push(node.textContent);
   }
+  // Text that CSS writes (content: "..."), on elements that are shown.
+  for (const el of document.body.querySelectorAll("*")) {
+    if (!el.getClientRects().length) continue;
+    for (const part of ["::before", "::after"]) {
+      const style = getComputedStyle(el, part);
+      const text = style.content;
+      if (text && text.startsWith('"') && parseFloat(style.fontSize) > 0) out.push(text);
+    }
+  }
   return out.join(" ");
 }"""
 
@@ -241,6 +250,9 @@ def test_a_zh_tw_browser_sees_no_english_after_a_roundtable(browser, server):
     try:
         page.locator("#new-chat").click()
         expect(badge(page)).to_contain_text("還沒有記住任何內容")
+        # A first visit: no conversations yet, the default persona's greeting.
+        expect(page.locator("#conversations")).to_contain_text("", timeout=WAIT_MS)
+        assert english_on_screen(page) == set(), english_on_screen(page)
         pick_roundtable(page)
         expect(bot_messages(page).first).to_contain_text("每位成員依序發言")
         ask(page, NIKE_ZH, saved="記得 5 則訊息")
@@ -258,7 +270,10 @@ def test_a_zh_tw_browser_sees_no_english_after_a_roundtable(browser, server):
         english, en_page = open_page(browser, server, locale="en-US")
         try:
             expect(badge(en_page)).to_contain_text("Nothing remembered yet")
-            assert {"Nothing", "remembered", "Answering"} <= english_on_screen(en_page)
+            # ("conversations": the empty sidebar's line, which CSS writes)
+            assert {"Nothing", "remembered", "Answering", "conversations"} <= english_on_screen(
+                en_page
+            )
         finally:
             english.close()
     finally:

@@ -27,6 +27,17 @@ async def store(memory_backend):
     return await memory_backend.open()
 
 
+async def test_search_hits_say_who_said_a_reply(store):
+    conv = (await store.create_conversation(OWNER, None, "roundtable:erp_board")).id
+    await store.append(OWNER, conv, "user", "Is the Nike margin fine?")
+    await store.append(OWNER, conv, "assistant", "The Nike margin is too thin.", speaker="finance")
+    await store.append(OWNER, conv, "assistant", "Nike 的毛利太低。", speaker="finance")
+    hits = await store.search(OWNER, "margin")
+    assert [(h.role, h.speaker) for h in hits] == [("assistant", "finance"), ("user", None)]
+    # A lone CJK character takes the other query; it says who, too.
+    assert [h.speaker for h in await store.search(OWNER, "毛")] == ["finance"]
+
+
 async def test_a_speaker_is_stored_with_the_reply_and_read_back(store):
     conv = (await store.create_conversation(OWNER, None, "roundtable:erp_board")).id
     await store.append(OWNER, conv, "user", "Nike at 12%?")

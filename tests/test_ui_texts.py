@@ -278,6 +278,9 @@ async def test_a_chat_in_chinese_from_greeting_to_a_model_error(rt, fake):
     with speaking("zh-TW"):
         view = await page.open_latest(rt, OWNER)
         assert view.badge.startswith("💤 還沒有記住任何內容")
+        # A new chat on a Chinese page is with the persona that speaks it.
+        assert view.persona["value"] == "assistant_zh_tw"
+        assert view.chat[0]["content"].startswith("你好，我是小憶")
         fake.reply("好的。")
         _box, chat, pending, _notice, _done = chat_pane.accept_message("你好", view.chat)
         updates = [u async for u in chat_pane.stream_reply(rt, OWNER, None, pending, None, chat)]

@@ -101,6 +101,11 @@ def input_ready() -> Any:
     return Unlocked(*(gr.update(interactive=True) for _ in Locked._fields), chat_input=box)
 
 
+def _streaming(conversation_id: str, chat: list[dict[str, Any]]) -> Any:
+    """A TurnView while the reply streams: the chat only, the rest left as it is."""
+    return skipped(TurnView)._replace(conversation_id=conversation_id, chat=chat, turn_done=False)
+
+
 async def _stream(
     rt: Runtime,
     owner: str,
@@ -138,9 +143,7 @@ async def _stream(
                         views.veto_note(event.veto, event.speaker.display_name),
                         title=tr("t_veto"),
                     )
-                yield skipped(TurnView)._replace(
-                    conversation_id=conversation_id, chat=chat, turn_done=False
-                )
+                yield _streaming(conversation_id, chat)
             elif isinstance(event, Delta):
                 reply += event.text
                 content = views.message_markdown(reply)
@@ -148,15 +151,11 @@ async def _stream(
                     "role": "assistant",
                     "content": f"{header}\n\n{content}" if header else content,
                 }
-                yield skipped(TurnView)._replace(
-                    conversation_id=conversation_id, chat=chat, turn_done=False
-                )
+                yield _streaming(conversation_id, chat)
             elif isinstance(event, ToolUsed):
                 # Shown collapsed above the reply; stored as a note on the user's side.
                 chat.insert(len(chat) - 1, views.tool_message(event.note))
-                yield skipped(TurnView)._replace(
-                    conversation_id=conversation_id, chat=chat, turn_done=False
-                )
+                yield _streaming(conversation_id, chat)
             elif isinstance(event, Cleared):
                 cleared = event.result
             elif isinstance(event, Done | Spoke):

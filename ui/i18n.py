@@ -99,6 +99,8 @@ EN: dict[str, str] = {
     "token_placeholder": "e.g. my-bot",
     "no_tokens": "_No tokens yet._",
     "shown_once": "Your new token — copy it now, it is not shown again",
+    "roundtables": "👥 Roundtables — members, chair, rules, veto and metrics as YAML",
+    "roundtable": "Roundtable",
 }
 
 ZH_TW: dict[str, str] = {
@@ -173,6 +175,8 @@ ZH_TW: dict[str, str] = {
     "token_placeholder": "例如 my-bot",
     "no_tokens": "_還沒有權杖。_",
     "shown_once": "你的新權杖 — 請立刻複製，之後不會再顯示",
+    "roundtables": "👥 圓桌會議 — 以 YAML 編輯成員、主席、規則、否決與指標",
+    "roundtable": "圓桌會議",
 }
 
 # Traditional Chinese for every browser language that reads it.

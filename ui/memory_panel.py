@@ -356,140 +356,119 @@ class MemoryPanel:
     about_me_shown: gr.State
 
 
+def _render_summary() -> dict[str, Any]:
+    gr.Markdown(t("mp_summary"))
+    built: dict[str, Any] = {"summary_note": gr.Markdown(elem_id="summary-note")}
+    built["summary_text"] = gr.Textbox(
+        show_label=False,
+        lines=4,
+        max_lines=12,
+        elem_id="summary-text",
+        placeholder=t("mp_summary_placeholder"),
+    )
+    with gr.Row():
+        built["summary_save"] = gr.Button(t("mp_summary_save"), size="sm", elem_id="summary-save")
+        built["summary_clear"] = gr.Button(
+            t("mp_summary_clear"), size="sm", elem_id="summary-clear"
+        )
+    gr.Markdown(t("mp_recall"))
+    built["recall_preview"] = gr.Markdown(views.recall_markdown([], None), elem_id="recall-preview")
+    return built
+
+
+def _render_pins() -> dict[str, Any]:
+    gr.Markdown(t("mp_pins"))
+    built: dict[str, Any] = {"pins_note": gr.Markdown(elem_id="pins-note")}
+    built["pinned_facts"] = gr.CheckboxGroup(show_label=False, elem_id="pinned-facts")
+    built["unpin"] = gr.Button(t("mp_unpin"), size="sm", elem_id="unpin")
+    built["new_fact"] = gr.Textbox(
+        show_label=False, max_lines=3, elem_id="new-fact", placeholder=t("mp_new_fact")
+    )
+    with gr.Row():
+        built["pin_about_me"] = gr.Checkbox(
+            label=t("mp_pin_about_me"), value=False, elem_id="pin-about-me"
+        )
+        built["pin"] = gr.Button(t("mp_pin"), size="sm", variant="primary", elem_id="pin-fact")
+    gr.Markdown(t("mp_about_me"))
+    built["about_me_toggle"] = gr.Checkbox(
+        label=t("mp_about_me_toggle"), value=False, elem_id="about-me-toggle"
+    )
+    built["about_me_facts"] = gr.CheckboxGroup(show_label=False, elem_id="about-me-facts")
+    built["unpin_about_me"] = gr.Button(t("mp_unpin"), size="sm", elem_id="unpin-about-me")
+    return built
+
+
+def _plot(y: str, title: str, y_title: str, elem_id: str, color: str | None = None) -> Any:
+    return gr.LinePlot(
+        x="turn",
+        y=y,
+        color=color,
+        title=title,
+        x_title="Turn",
+        y_title=y_title,
+        elem_id=elem_id,
+        height=260,
+    )
+
+
+def _render_plots() -> dict[str, Any]:
+    gr.Markdown(t("mp_sent"))
+    with gr.Row():
+        # Lines, not stacked bars: the budget is a line of its own to compare against.
+        return {
+            "plot_parts": _plot(
+                "chars",
+                "Characters sent, by part, and the memory budget",
+                "Characters",
+                "plot-parts",
+                color="part",
+            ),
+            "plot_tokens": _plot(
+                "tokens", "Tokens per reply", "Tokens", "plot-tokens", color="kind"
+            ),
+            "plot_latency": _plot("seconds", "Seconds per reply", "Seconds", "plot-latency"),
+        }
+
+
+def _render_take() -> dict[str, Any]:
+    gr.Markdown(t("mp_take"))
+    built: dict[str, Any] = {}
+    with gr.Row():
+        built["export_one"] = gr.Button(t("mp_export_one"), size="sm", elem_id="export-one")
+        built["export_all"] = gr.Button(t("mp_export_all"), size="sm", elem_id="export-all")
+        built["import_file"] = gr.UploadButton(
+            "⬆️ Import", file_types=[".json"], size="sm", elem_id="import-file"
+        )
+        built["delete_all"] = gr.Button(
+            t("mp_delete_all"), size="sm", variant="stop", elem_id="delete-all"
+        )
+    built["export_file"] = gr.File(
+        visible=False, interactive=False, elem_id="export-file", label=t("mp_export_file")
+    )
+    with confirmation("delete-all-confirm") as built["delete_all_confirm"]:
+        built["delete_all_text"] = gr.Markdown(elem_id="delete-all-text")
+        with gr.Row():
+            built["delete_all_yes"] = gr.Button(
+                t("mp_delete_everything"), size="sm", variant="stop", elem_id="delete-all-yes"
+            )
+            built["delete_all_no"] = gr.Button(t("cancel"), size="sm", elem_id="delete-all-no")
+    return built
+
+
 def render() -> MemoryPanel:
     """Build the panel (in the chat tab, under the inspector)."""
     with gr.Accordion(t("mp_panel"), open=False, elem_id="memory-panel"):
         with gr.Row():
             with gr.Column():
-                gr.Markdown(t("mp_summary"))
-                summary_note = gr.Markdown(elem_id="summary-note")
-                summary_text = gr.Textbox(
-                    show_label=False,
-                    lines=4,
-                    max_lines=12,
-                    elem_id="summary-text",
-                    placeholder=t("mp_summary_placeholder"),
-                )
-                with gr.Row():
-                    summary_save = gr.Button(
-                        t("mp_summary_save"), size="sm", elem_id="summary-save"
-                    )
-                    summary_clear = gr.Button(
-                        t("mp_summary_clear"), size="sm", elem_id="summary-clear"
-                    )
-                gr.Markdown(t("mp_recall"))
-                recall_preview = gr.Markdown(
-                    views.recall_markdown([], None), elem_id="recall-preview"
-                )
+                built = _render_summary()
             with gr.Column():
-                gr.Markdown(t("mp_pins"))
-                pins_note = gr.Markdown(elem_id="pins-note")
-                pinned_facts = gr.CheckboxGroup(show_label=False, elem_id="pinned-facts")
-                unpin = gr.Button(t("mp_unpin"), size="sm", elem_id="unpin")
-                new_fact = gr.Textbox(
-                    show_label=False,
-                    max_lines=3,
-                    elem_id="new-fact",
-                    placeholder=t("mp_new_fact"),
-                )
-                with gr.Row():
-                    pin_about_me = gr.Checkbox(
-                        label=t("mp_pin_about_me"), value=False, elem_id="pin-about-me"
-                    )
-                    pin = gr.Button(t("mp_pin"), size="sm", variant="primary", elem_id="pin-fact")
-                gr.Markdown(t("mp_about_me"))
-                about_me_toggle = gr.Checkbox(
-                    label=t("mp_about_me_toggle"),
-                    value=False,
-                    elem_id="about-me-toggle",
-                )
-                about_me_facts = gr.CheckboxGroup(show_label=False, elem_id="about-me-facts")
-                unpin_about_me = gr.Button(t("mp_unpin"), size="sm", elem_id="unpin-about-me")
-        gr.Markdown(t("mp_sent"))
-        with gr.Row():
-            # Lines, not stacked bars: the budget is a line of its own to compare against.
-            plot_parts = gr.LinePlot(
-                x="turn",
-                y="chars",
-                color="part",
-                title="Characters sent, by part, and the memory budget",
-                x_title="Turn",
-                y_title="Characters",
-                elem_id="plot-parts",
-                height=260,
-            )
-            plot_tokens = gr.LinePlot(
-                x="turn",
-                y="tokens",
-                color="kind",
-                title="Tokens per reply",
-                x_title="Turn",
-                y_title="Tokens",
-                elem_id="plot-tokens",
-                height=260,
-            )
-            plot_latency = gr.LinePlot(
-                x="turn",
-                y="seconds",
-                title="Seconds per reply",
-                x_title="Turn",
-                y_title="Seconds",
-                elem_id="plot-latency",
-                height=260,
-            )
-        gr.Markdown(t("mp_take"))
-        with gr.Row():
-            export_one = gr.Button(t("mp_export_one"), size="sm", elem_id="export-one")
-            export_all = gr.Button(t("mp_export_all"), size="sm", elem_id="export-all")
-            import_file_btn = gr.UploadButton(
-                "⬆️ Import", file_types=[".json"], size="sm", elem_id="import-file"
-            )
-            delete_all = gr.Button(
-                t("mp_delete_all"), size="sm", variant="stop", elem_id="delete-all"
-            )
-        export = gr.File(
-            visible=False, interactive=False, elem_id="export-file", label=t("mp_export_file")
-        )
-        with confirmation("delete-all-confirm") as confirm:
-            confirm_text = gr.Markdown(elem_id="delete-all-text")
-            with gr.Row():
-                yes = gr.Button(
-                    t("mp_delete_everything"), size="sm", variant="stop", elem_id="delete-all-yes"
-                )
-                no = gr.Button(t("cancel"), size="sm", elem_id="delete-all-no")
-        time_zone = gr.Textbox(visible=False, elem_id="time-zone")
-    return MemoryPanel(
-        summary_note,
-        summary_text,
-        gr.State(None),
-        summary_save,
-        summary_clear,
-        recall_preview,
-        pins_note,
-        pinned_facts,
-        unpin,
-        new_fact,
-        pin_about_me,
-        pin,
-        about_me_toggle,
-        about_me_facts,
-        unpin_about_me,
-        plot_parts,
-        plot_tokens,
-        plot_latency,
-        export_one,
-        export_all,
-        export,
-        import_file_btn,
-        delete_all,
-        confirm,
-        confirm_text,
-        yes,
-        no,
-        time_zone,
-        gr.State(None),
-        gr.State(None),
-    )
+                built |= _render_pins()
+        built |= _render_plots()
+        built |= _render_take()
+        built["time_zone"] = gr.Textbox(visible=False, elem_id="time-zone")
+    # What the client shows, kept on the server (see PanelView).
+    shown = {name: gr.State(None) for name in ("summary_id", "pins_shown", "about_me_shown")}
+    return MemoryPanel(**built, **shown)
 
 
 def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> None:

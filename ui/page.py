@@ -21,7 +21,7 @@ from ui import notices, views
 from ui.badge import badge_text
 from ui.errors import require_owner, user_errors
 from ui.i18n import remember_language
-from ui.texts import tr
+from ui.texts import default_persona, tr
 
 # No progress overlays: replies stream visibly, other events are quick, and with
 # show_progress="hidden" a gr.Error shows as a toast without blanking its outputs.
@@ -141,6 +141,8 @@ async def render_chat(
     facade = await rt.conversations()
     conversations = await facade.list(owner)
     choices, avatars = await persona_choices(rt, owner)
+    if not conversation_id and not persona_id:  # a new chat greets in the page's language
+        persona_id = default_persona()
     opened = await facade.open(owner, conversation_id, persona_id=persona_id)
     if opened.state == "missing":
         notices.warning(tr("conversation_gone"), title=tr("t_conversation_gone"))

@@ -16,6 +16,7 @@ import gradio as gr
 
 from assistant.conversations import FORM_FIELDS, Conversations
 from assistant.errors import InvalidPersonaYaml
+from assistant.roundtable import roundtable_id_of
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
@@ -53,6 +54,8 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
     with user_errors("open the persona"):
         require_owner(owner)
         choices, _ = await persona_choices(rt, owner)
+        # Roundtables have their own editor (ui/roundtables_tab.py).
+        choices = [(label, pid) for label, pid in choices if roundtable_id_of(pid) is None]
         doc = await (await rt.conversations()).persona(owner, persona_id)
         current = doc.info
         builtin = current.source == "builtin"

@@ -182,6 +182,14 @@ EN: dict[str, str] = {
     "back_to_version": "{name} is back to v{version}.",
     "back_to_builtin": "{name} is back to its built-in version.",
     "problems_not_saved": "❌ **Not saved** — the version in use is unchanged. Fix these first:",
+    "board_version_in_use": "Version **v{version}** of this roundtable is in use.",
+    "board_builtin_in_use": "Version **v{version}** of this roundtable is in use (built-in).",
+    "board_valid": (
+        "✅ Valid: **{name}** (`{id}`), speaking in this order: {speakers}. Save to use it."
+    ),
+    "board_fix_problems": "The roundtable was not saved: fix the problems listed under the editor.",
+    "t_board_not_saved": "Roundtable not saved",
+    "t_board_saved": "Roundtable saved",
     "problems": "❌ **The YAML has problems:**",
     # API tokens
     "no_tokens": "_No tokens yet._",
@@ -329,6 +337,12 @@ ZH_TW: dict[str, str] = {
     "back_to_version": "{name} 已回到 v{version}。",
     "back_to_builtin": "{name} 已回到內建版本。",
     "problems_not_saved": "❌ **沒有儲存** — 使用中的版本沒有變更。請先修正這些問題：",
+    "board_version_in_use": "這個圓桌會議使用中的是 **v{version}** 版。",
+    "board_builtin_in_use": "這個圓桌會議使用中的是 **v{version}** 版（內建）。",
+    "board_valid": "✅ 格式正確：**{name}**（`{id}`），發言順序：{speakers}。儲存後即可使用。",
+    "board_fix_problems": "圓桌會議沒有儲存：請修正編輯器下方列出的問題。",
+    "t_board_not_saved": "圓桌會議沒有儲存",
+    "t_board_saved": "圓桌會議已儲存",
     "problems": "❌ **YAML 有問題：**",
     "no_tokens": "_還沒有權杖。_",
     "tokens_head": "| 名稱 | 結尾 | 建立時間 | 最後使用 |",
@@ -367,6 +381,9 @@ ACTIONS: dict[str, str] = {
     "import the file": "匯入檔案",
     "pin the fact": "釘選事實",
     "show the memory panel": "顯示記憶面板",
+    "open the roundtable": "開啟圓桌會議",
+    "save the roundtable": "儲存圓桌會議",
+    "roll back the roundtable": "回復圓桌會議版本",
 }
 
 CATALOGS = {"en": EN, CHINESE: ZH_TW}
@@ -380,6 +397,15 @@ STORED = (
     "failed_unexpectedly",
 )
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+# The persona a new chat starts with when none is picked, by language (None: the app's default).
+DEFAULT_PERSONAS = {CHINESE: "assistant_zh_tw"}
+
+
+def default_persona() -> str | None:
+    """The persona a new chat on this page starts with: the one that speaks its language."""
+    return DEFAULT_PERSONAS.get(current_language())
 
 
 def chinese() -> bool:

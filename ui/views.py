@@ -392,13 +392,19 @@ def search_result(result: Any, now: float | None = None) -> str:
     user text is escaped here, so the HTML is safe to render.
     """
     conversation, hits, persona = result.conversation, result.hits, result.persona
-    avatar = (persona.avatar if persona else None) or "💬"
+    board = (conversation.persona_id or "").startswith("roundtable:")
+    avatar = (persona.avatar if persona else None) or (ROUNDTABLE_AVATAR if board else "💬")
     title = marked_html(result.title) if result.title else html.escape(tr("untitled"))
     parts = [f'<div class="hit-title">{html.escape(clip_avatar(avatar))} {title}</div>']
     if hits:
         assistant_name = persona.display_name if persona else tr("hit_assistant")
         who = {"user": tr("hit_you"), "assistant": assistant_name, "summary": tr("hit_summary")}
         newest = hits[0]
+        # A roundtable reply is labelled with its speaker (its id when that persona is gone).
+        said_by = getattr(newest, "speaker", None)
+        if newest.role == "assistant" and said_by:
+            info = (getattr(result, "speakers", None) or {}).get(said_by)
+            who["assistant"] = info.display_name if info else said_by
         speaker = html.escape(who.get(newest.role, newest.role))
         parts.append(
             f'<div class="hit-snippet"><span class="hit-who">{speaker}:</span> '

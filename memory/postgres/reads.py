@@ -159,8 +159,9 @@ class Reads:
                 role=role,
                 snippet=snippet(content, terms, mark),
                 created_at=created,
+                speaker=speaker,
             )
-            for tid, cid, title, role, content, created in rows
+            for tid, cid, title, role, content, created, speaker in rows
         ]
 
     async def find_conversations(

@@ -169,7 +169,7 @@ def search_sql(cjk_count: int, char_count: int = 0) -> str:
         chars = " OR ".join(f"strpos(t.content, %(ch{i})s) > 0" for i in range(char_count))
         match = f"({match} OR {chars})"
     return (
-        "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at "
+        "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at, t.speaker "
         "FROM (SELECT %(tsq)s::tsquery AS q) q, turns t "
         "JOIN conversations c ON c.id = t.conversation_id "
         "WHERE c.owner = %(owner)s AND (c.expires_at IS NULL OR c.expires_at > %(now)s) "

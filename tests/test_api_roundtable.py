@@ -1,0 +1,148 @@
+"""A roundtable over the HTTP API, for real: uvicorn on a free port, real SQLite, the real
+google-genai client against the fake Gemini server, whose replies name the persona that was
+asked (read from the system instruction). Each speaker streams separately — its start, its
+deltas tagged with it, its end — then the final event; the JSON form returns every reply; the
+quota counts each speaker's reply."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+import pytest
+from api_harness import ApiServer, sse_events
+from fake_gemini import FakeGemini, Recorded, Reply
+
+BOARD = "roundtable:erp_board"
+ORDER = ["sales", "production", "finance", "general_manager"]
+NIKE = "Should we take the Nike order at the current price?"
+PLAIN = "Should we hire two more planners?"
+
+
+def seat_reply(request: Recorded) -> Reply:
+    """'<persona> speaking: ...' in three chunks, the persona from the system instruction's
+    first line ("Persona: Finance Controller")."""
+    first = (request.system_text or "").split("\n")[0].removeprefix("Persona: ")
+    return Reply(chunks=[f"{first} ", "speaking: ", "my view."], prompt_tokens=10)
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeGemini(default=seat_reply) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, fake):
+    s = ApiServer(tmp_path_factory.mktemp("api-roundtable") / "data", fake.url)
+    yield s
+    s.stop()
+
+
+def board_conversation(client) -> str:
+    response = client.post("/conversations", json={"persona_id": BOARD})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def stream(client, cid: str, text: str) -> list[tuple[str, dict]]:
+    with client.stream("POST", f"/conversations/{cid}/messages", json={"text": text}) as r:
+        assert r.status_code == 200, r.read()
+        return [(event, json.loads(data)) for event, data in sse_events(r)]
+
+
+def test_each_speaker_streams_separately_then_the_final_event(server, fake):
+    owner = "b-" + secrets.token_urlsafe(18)
+    with server.client(server.token(owner)) as client:
+        cid = board_conversation(client)
+        events = stream(client, cid, NIKE)
+        # speaker_start, its deltas, speaker_end — per speaker, in order — then done.
+        kinds = [event for event, _ in events]
+        assert kinds == ["speaker_start", "delta", "delta", "delta", "speaker_end"] * 4 + ["done"]
+        starts = [data for event, data in events if event == "speaker_start"]
+        assert [s["persona_id"] for s in starts] == ORDER
+        assert [s["role"] for s in starts] == ["member"] * 3 + ["chair"]
+        assert [s["index"] for s in starts] == [0, 1, 2, 3] and starts[0]["total"] == 4
+        names = [s["name"] for s in starts]
+        assert names[:3] == ["Sales Director", "Production Manager", "Finance Controller"]
+        # The veto, decided by the metrics table, is announced to finance and the chair only.
+        assert [s["veto"] is not None for s in starts] == [False, False, True, True]
+        assert starts[2]["veto"]["below"] == ["Nike"] and starts[2]["veto"]["threshold_pct"] == 15
+        ends = [data for event, data in events if event == "speaker_end"]
+        for start, end in zip(starts, ends, strict=True):
+            deltas = [
+                data["text"]
+                for event, data in events
+                if event == "delta" and data["speaker"] == start["persona_id"]
+            ]
+            assert "".join(deltas) == end["reply"] == f"{start['name']} speaking: my view."
+            assert end["persona_id"] == start["persona_id"] and end["status"] == "ok"
+            assert end["saved"] is True and end["usage"]["input_tokens"] == 10
+        done = events[-1][1]
+        assert done["roundtable"] == "erp_board" and done["reply"] == ends[-1]["reply"]
+        assert [s["reply"] for s in done["speakers"]] == [e["reply"] for e in ends]
+        assert done["usage"]["input_tokens"] == 40  # every speaker's tokens
+        assert done["veto"]["member"] == "finance" and "Nike: 12% < 15%" in done["veto"]["reason"]
+        assert done["memory"]["messages"] == 5
+        # Saved as the stream said: one user message, then each reply with its speaker.
+        server.wait_idle()
+        stored = client.get(f"/conversations/{cid}/messages").json()["messages"]
+        assert [(m["role"], m["speaker"]) for m in stored] == [("user", None)] + [
+            ("assistant", pid) for pid in ORDER
+        ]
+        assert [m["content"] for m in stored[1:]] == [e["reply"] for e in ends]
+        # Search names who said a reply, as the messages do.
+        found = client.get("/search", params={"q": "Controller"}).json()["results"]
+        assert [h["speaker"] for h in found[0]["hits"]] == ["finance"]
+
+
+def test_the_json_form_returns_each_speakers_reply(server, fake):
+    owner = "b-" + secrets.token_urlsafe(18)
+    with server.client(server.token(owner)) as client:
+        cid = board_conversation(client)
+        response = client.post(f"/conversations/{cid}/messages?stream=false", json={"text": PLAIN})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert [s["persona_id"] for s in body["speakers"]] == ORDER
+        assert all(s["reply"].endswith("speaking: my view.") for s in body["speakers"])
+        assert body["reply"] == body["speakers"][-1]["reply"] and body["status"] == "ok"
+        assert body["veto"] is None and body["roundtable"] == "erp_board"
+        assert body["memory"]["messages"] == 5 and body["saved"] is True
+
+
+def test_a_single_persona_keeps_its_plain_events(server, fake):
+    owner = "b-" + secrets.token_urlsafe(18)
+    with server.client(server.token(owner)) as client:
+        cid = client.post("/conversations", json={}).json()["id"]
+        events = stream(client, cid, "hello")
+        assert {event for event, _ in events} == {"delta", "done"}
+        assert all("speaker" not in data for event, data in events if event == "delta")
+        done = events[-1][1]
+        assert done["speakers"] is None and done["roundtable"] is None and done["veto"] is None
+
+
+def test_the_quota_counts_every_speakers_reply(tmp_path, fake):
+    """Quota 6 an hour: the first roundtable message takes 4; the second gets two speakers,
+    then the stream ends with the quota's error (what was said is saved); the third is refused
+    before any speaker, with a 429 problem document."""
+    s = ApiServer(tmp_path / "data", fake.url, quota_per_hour=6)
+    try:
+        owner = "b-" + secrets.token_urlsafe(18)
+        with s.client(s.token(owner)) as client:
+            cid = board_conversation(client)
+            first = stream(client, cid, PLAIN)
+            assert first[-1][0] == "done"
+            second = stream(client, cid, PLAIN)
+            said = [data["persona_id"] for event, data in second if event == "speaker_end"]
+            assert said == ORDER[:2]
+            assert second[-1][0] == "error" and second[-1][1]["status"] == 429
+            assert "6 messages in the last hour" in second[-1][1]["detail"]
+            s.wait_idle()
+            third = client.post(f"/conversations/{cid}/messages", json={"text": PLAIN})
+            assert third.status_code == 429, third.text
+            assert third.headers["content-type"].startswith("application/problem+json")
+            stored = client.get(f"/conversations/{cid}/messages").json()["messages"]
+            replies = [m for m in stored if m["role"] == "assistant"]
+            assert len(replies) == 6  # 4 + 2: nothing past the quota reached the model
+    finally:
+        s.stop()
