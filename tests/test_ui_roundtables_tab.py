@@ -41,6 +41,14 @@ def test_validate_locates_every_problem(yaml_text, expected):
     assert status.startswith("❌ **The YAML has problems:**") and expected in status
 
 
+def test_a_chinese_page_says_where_in_chinese():
+    with speaking("zh-TW"):
+        status = roundtables_tab.validate_board(
+            "id: b\ndisplay_name: B\nmembers: sales\n  - bad: [\n"
+        )
+    assert status.startswith("❌ **YAML 有問題：**") and "- 第 4 行第 8 欄：" in status
+
+
 def test_validate_names_the_speakers_in_order():
     yaml_text = "id: duo\ndisplay_name: Duo\nmembers: [sales]\nchair: finance\n"
     status = roundtables_tab.validate_board(yaml_text)

@@ -191,6 +191,7 @@ EN: dict[str, str] = {
     "t_board_not_saved": "Roundtable not saved",
     "t_board_saved": "Roundtable saved",
     "problems": "❌ **The YAML has problems:**",
+    "problem_at": "line {line}, column {column}: ",
     # API tokens
     "no_tokens": "_No tokens yet._",
     "tokens_head": "| name | ends in | created | last used |",
@@ -344,6 +345,7 @@ ZH_TW: dict[str, str] = {
     "t_board_not_saved": "圓桌會議沒有儲存",
     "t_board_saved": "圓桌會議已儲存",
     "problems": "❌ **YAML 有問題：**",
+    "problem_at": "第 {line} 行第 {column} 欄：",
     "no_tokens": "_還沒有權杖。_",
     "tokens_head": "| 名稱 | 結尾 | 建立時間 | 最後使用 |",
     "token_revoked_mark": "（已撤銷）",

@@ -370,10 +370,23 @@ def persona_label(persona: Any) -> str:
     return f"{clip_avatar(persona.avatar)} {persona.display_name}"
 
 
+_LOCATED = re.compile(r"^line (\d+), column (\d+): ")
+
+
+def located(problem: str) -> str:
+    """A YAML problem with its place in the page's language ("第 4 行第 3 欄：..."); what is
+    wrong is the validator's English (personas/ writes it; not translated yet)."""
+    found = _LOCATED.match(problem)
+    if not found:
+        return problem
+    line, column = found.groups()
+    return tr("problem_at", line=line, column=column) + problem[found.end() :]
+
+
 def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str:
     """Persona problems as a list; `saved=False` adds that the version in use is unchanged."""
     head = tr("problems_not_saved") if saved is False else tr("problems")
-    items = "\n".join(f"- {plain_markdown(p)}" for p in problems)
+    items = "\n".join(f"- {plain_markdown(located(p))}" for p in problems)
     return f"{head}\n\n{items}"
 
 
