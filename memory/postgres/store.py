@@ -16,7 +16,7 @@ Storage design
   recall hits and their neighbours, the conversation's vectors) and append() (counters, title,
   expiry, owner check and the INSERT with its search text and vector). Turns that only the
   meaning side found take a second statement, as on SQLite. Appends that arrive together are
-  pipelined in one transaction with one commit (memory/postgres/appends.py).
+  written as one statement with one commit (memory/postgres/appends.py).
 - Turn vectors (memory/vectors.py, int8) are a bytea in `turn_vectors`; their cosines with the
   question are computed in Python by the same functions as SQLite's, so both backends rank by
   meaning alike. pgvector is not needed.
