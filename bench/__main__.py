@@ -25,6 +25,7 @@ BENCHMARKS = (
     "footprint",
     "api_load",
     "scale_out",
+    "pg_previous",
 )
 
 

@@ -17,7 +17,7 @@ from bench.config import BenchConfig
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 async def test_benchmark_runs_on_tiny_sizes(name, tmp_path, monkeypatch):
-    if name == "scale_out" and TEST_URL:  # the tests' PostgreSQL; without it, "Not run"
+    if name in ("scale_out", "pg_previous") and TEST_URL:  # else "Not run"
         monkeypatch.setenv("MNEMO_BENCH_DATABASE_URL", TEST_URL)
     module = importlib.import_module(f"bench.{name}")
     out = tmp_path / "results"

@@ -255,12 +255,17 @@ def test_a_zh_tw_browser_sees_no_english_after_a_roundtable(browser, server):
         assert english_on_screen(page) == set(), english_on_screen(page)
         pick_roundtable(page)
         expect(bot_messages(page).first).to_contain_text("每位成員依序發言")
+        # The rename box opens before the turn: text typed into a box its accordion has just
+        # mounted can be replaced by the value Gradio is still filling in (see test_browser's
+        # test_new_chat_switch_rename_and_delete).
+        page.locator("#manage").get_by_text("重新命名 · 記憶 · 刪除").click()
         ask(page, NIKE_ZH, saved="記得 5 則訊息")
         expect(page.locator(".toast-body").last).to_contain_text("必須否決")
         expect(badge(page)).to_contain_text("字元")
         # A rename the store refuses (too long) says why, in Chinese.
-        page.locator("#manage").get_by_text("重新命名 · 記憶 · 刪除").click()
-        page.locator("#rename-box input, #rename-box textarea").first.fill("名" * 300)
+        name = page.locator("#rename-box input, #rename-box textarea").first
+        expect(name).not_to_have_value("")  # the turn has named the conversation
+        name.fill("名" * 300)
         page.locator("#rename-btn").click()
         toast = page.locator(".toast-body").last
         expect(toast).to_contain_text("無法重新命名對話")

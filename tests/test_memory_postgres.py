@@ -9,7 +9,9 @@ Real PostgreSQL from $MNEMO_TEST_DATABASE_URL, one schema per test (tests/memory
 from __future__ import annotations
 
 import asyncio
+import secrets
 import socket
+import time
 
 import psycopg
 import pytest
@@ -416,6 +418,11 @@ def rows(url, statement, params=()):
         return conn.execute(statement, params).fetchall()
 
 
+def run(url, statement):
+    with psycopg.connect(url) as conn:
+        conn.execute(statement)
+
+
 @pytest.fixture
 async def store(pg_url):
     s = await PostgresStore.open(pg_url, clock=FakeClock())
@@ -486,16 +493,128 @@ async def test_nul_is_refused_with_advice_and_stores_nothing(store, pg_url):
     assert (await store.get_conversation("ana", conv.id)).title is None
 
 
-async def test_a_killed_connection_is_replaced(store, pg_url):
-    conv = await store.create_conversation("ana")
-    # The server ends every connection of the pool (a restart, a failover, an idle timeout).
-    rows(
+def end_connections(url, application_name):
+    """End the connections named `application_name`, as a server restart does, and wait
+    until their server processes are gone (each says why to its client, then hangs up)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        # Materialized first: a WHERE may call pg_terminate_backend before the name filter.
+        killed = conn.execute(
+            "WITH named AS MATERIALIZED (SELECT pid FROM pg_stat_activity "
+            "WHERE application_name = %s) SELECT pid FROM named WHERE pg_terminate_backend(pid)",
+            (application_name,),
+        ).fetchall()
+        pids = [pid for (pid,) in killed]
+        assert pids, "no connection to end"
+        for _ in range(200):
+            left = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)"
+            if conn.execute(left, (pids,)).fetchone()[0] == 0:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"connections {pids} were not ended within 10 s")
+
+
+@pytest.mark.parametrize("first", ["read", "append"])
+async def test_connections_killed_moments_after_use_are_replaced(pg_url, first):
+    # The server ends every connection of the pool (a restart, a failover, an idle timeout)
+    # moments after they were used: connections given back moments ago skip the pool's check
+    # round trip unless the server has said something since, and a server ending one says
+    # so first. No message and no read is lost.
+    name = "mnemo-kill-" + secrets.token_hex(4)
+    store = await PostgresStore.open(f"{pg_url}&application_name={name}", clock=FakeClock())
+    try:
+        conv = await store.create_conversation("ana")
+        await asyncio.gather(*(store.get_conversation("ana", conv.id) for _ in range(5)))
+        end_connections(pg_url, name)
+        if first == "read":
+            assert (await store.context("ana", conv.id, query="anything")).turns == []
+        await store.append("ana", conv.id, "user", "still here")
+        end_connections(pg_url, name)
+        assert [t.content for t in await store.transcript("ana", conv.id)] == ["still here"]
+    finally:
+        await store.close()
+
+
+async def test_appends_arriving_together_are_all_written_in_order(store):
+    # 30 conversations, each appending 6 messages one after the other, all at once: they go
+    # out in shared transactions, and nothing is lost, duplicated or reordered.
+    convs = [(await store.create_conversation("ana")).id for _ in range(30)]
+
+    async def talk(conv_id):
+        return [
+            (await store.append("ana", conv_id, ("user", "assistant")[k % 2], f"m{k}")).id
+            for k in range(6)
+        ]
+
+    ids = await asyncio.gather(*(talk(c) for c in convs))
+    for conv_id, turn_ids in zip(convs, ids, strict=True):
+        turns = await store.transcript("ana", conv_id)
+        assert [(t.id, t.content) for t in turns] == list(
+            zip(turn_ids, [f"m{k}" for k in range(6)], strict=True)
+        )
+        assert (await store.get_conversation("ana", conv_id)).message_count == 6
+
+
+async def test_appends_together_keep_owner_isolation_titles_and_vectors(pg_url, caplog):
+    class Embedder:
+        name, dims = "test-embedder", 4
+
+        async def embed(self, texts):
+            return [[1.0, float(len(t)), 0.0, 0.5] for t in texts]
+
+    store = await PostgresStore.open(pg_url, clock=FakeClock(), embedder=Embedder())
+    try:
+        mine = [(await store.create_conversation("ana")).id for _ in range(4)]
+        expired = await store.create_conversation("ana", retention_minutes=1)
+        store._clock.now += 120
+        calls = [("ana", c, f"first in {n}") for n, c in enumerate(mine)]
+        calls += [("mallory", mine[0], "not yours"), ("ana", "no-such-id", "nowhere")]
+        calls += [("ana", expired.id, "too late"), ("ana", mine[1], "second in 1")]
+        results = await asyncio.gather(
+            *(store.append(owner, c, "user", text) for owner, c, text in calls),
+            return_exceptions=True,
+        )
+        assert [type(r).__name__ for r in results] == ["Turn"] * 4 + [
+            "ConversationNotFound"
+        ] * 3 + ["Turn"]
+        for n, c in enumerate(mine):
+            conv = await store.get_conversation("ana", c)
+            texts = [t.content for t in await store.transcript("ana", c)]
+            expected = [f"first in {n}"] + (["second in 1"] if n == 1 else [])
+            assert (texts, conv.title, conv.message_count) == (expected, expected[0], len(expected))
+        written = [r.id for r in results if not isinstance(r, Exception)]
+        vectors = rows(pg_url, "SELECT turn_id, model FROM turn_vectors ORDER BY turn_id")
+        assert vectors == [(i, "test-embedder") for i in sorted(written)]
+        assert "failed together" not in caplog.text  # written as batches, not one by one
+    finally:
+        await store.close()
+
+
+async def test_one_failing_append_in_a_batch_fails_alone(store, pg_url, caplog):
+    # A statement error aborts its whole transaction; the batch's other appends are written
+    # one by one. The failure here is a real one from the server: a trigger refusing a row.
+    run(
         pg_url,
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF NEW.content = 'poison' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$",
     )
-    await store.append("ana", conv.id, "user", "still here")  # the pool's check reconnects
-    assert [t.content for t in await store.transcript("ana", conv.id)] == ["still here"]
+    run(
+        pg_url,
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON turns "
+        "FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
+    )
+    convs = [(await store.create_conversation("ana")).id for _ in range(12)]
+    texts = ["poison" if i == 5 else f"fine {i}" for i in range(12)]
+    results = await asyncio.gather(
+        *(store.append("ana", c, "user", t) for c, t in zip(convs, texts, strict=True)),
+        return_exceptions=True,
+    )
+    assert isinstance(results[5], StorageUnavailable) and "refused" in str(results[5])
+    assert "appends failed together" in caplog.text
+    assert [r.content for i, r in enumerate(results) if i != 5] == [
+        t for t in texts if t != "poison"
+    ]
+    counts = [(await store.get_conversation("ana", c)).message_count for c in convs]
+    assert counts == [0 if i == 5 else 1 for i in range(12)]
 
 
 async def test_a_closed_store_refuses_with_a_clear_error(pg_url):

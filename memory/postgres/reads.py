@@ -1,6 +1,6 @@
 """The PostgreSQL store's reads: conversations, transcript, context with recall, search, status.
 
-A mixin of `PostgresStore` (store.py), which provides `_fetch`, `_clock`, `policy` and
+A mixin of `PostgresStore` (store.py), which provides `_read`, `_clock`, `policy` and
 `embedder`.
 """
 
@@ -43,7 +43,7 @@ def _sqlite_shape(row: tuple) -> tuple:
 
 class Reads:
     async def get_conversation(self, owner: str, conv_id: str) -> Conversation:
-        rows = await self._fetch(
+        rows = await self._read(
             sql.VISIBLE_SQL, {"conv": conv_id, "owner": owner, "now": self._clock()}
         )
         if not rows:
@@ -52,7 +52,7 @@ class Reads:
 
     async def list_conversations(self, owner: str, limit: int = 100) -> list[Conversation]:
         """The owner's conversations, newest activity first."""
-        rows = await self._fetch(
+        rows = await self._read(
             f"SELECT {sql.CONVERSATION_COLUMNS} FROM conversations WHERE owner = %(owner)s "
             f"AND {sql.VISIBLE} ORDER BY last_active_at DESC, seq DESC "
             "LIMIT %(limit)s",
@@ -72,7 +72,7 @@ class Reads:
 
         `limit` keeps the newest `limit` rows (None: all); `before_id` pages back from there.
         """
-        rows = await self._fetch(
+        rows = await self._read(
             sql.TRANSCRIPT_SQL,
             {
                 "conv": conv_id,
@@ -113,7 +113,7 @@ class Reads:
             cjk_count = len(params["cjk"])
         if query_vector is not None:
             params["model"] = self.embedder.name
-        rows = await self._fetch(sql.context_sql(cjk_count, query_vector is not None), params)
+        rows = await self._read(sql.context_sql(cjk_count, query_vector is not None), params)
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
@@ -123,7 +123,7 @@ class Reads:
         semantic = semantic_scores(shaped, query_vector)
         missing = missing_candidates(shaped, semantic, policy) if semantic else []
         if missing:
-            found = await self._fetch(sql.RECALL_TURNS_SQL, {"ids": missing, "conv": conv_id})
+            found = await self._read(sql.RECALL_TURNS_SQL, {"ids": missing, "conv": conv_id})
             shaped += [_sqlite_shape(r) for r in found]
         return assemble_context(
             shaped, policy, terms, semantic=semantic, query=query or "", now=now
@@ -149,7 +149,7 @@ class Reads:
         params.update({f"ch{i}": ch for i, ch in enumerate(characters)})
         params.update(owner=owner, now=self._clock(), limit=int(limit))
         statement = sql.search_sql(len(params["cjk"]), len(characters))
-        rows = await self._fetch(statement, params)
+        rows = await self._read(statement, params)
         terms = [*terms, *characters]
         return [
             SearchHit(
@@ -180,7 +180,7 @@ class Reads:
         """What the memory badge shows. `summarizing` is true while any replica folds it."""
         window = await self.context(owner, conv_id)
         now = self._clock()
-        rows = await self._fetch(
+        rows = await self._read(
             f"SELECT {sql.CONVERSATION_COLUMNS}, summary_count, summarizing_until, "
             "coalesce((SELECT about_me FROM owner_settings WHERE owner = %(owner)s), false) "
             f"FROM conversations WHERE id = %(conv)s AND owner = %(owner)s AND {sql.VISIBLE}",

@@ -196,6 +196,48 @@ APPEND_SQL = (
     "WHERE %(vector)s::bytea IS NOT NULL) "
     "SELECT id FROM t"
 )
+# Appends that arrived together (memory/postgres/appends.py), in one statement: one parse,
+# one plan and one commit for the batch. Each parameter is an array with one element per
+# append (APPEND_SQL's names, plus %(ord)s: the append's place in the batch); returns
+# (ord, turn id) for each append written; an append whose conversation is not visible to its
+# owner writes nothing and returns no row.
+APPEND_BATCH_SQL = (
+    "WITH i AS MATERIALIZED (SELECT * FROM unnest(%(ord)s::int[], %(conv)s::text[], "
+    "%(owner)s::text[], %(now)s::float8[], %(chars)s::int[], %(title)s::text[], "
+    "%(role)s::text[], %(content)s::text[], %(when)s::float8[], %(incomplete)s::bool[], "
+    "%(speaker)s::text[], %(origin)s::text[], %(outcome)s::text[], %(outcome_note)s::text[], "
+    "%(words)s::tsvector[], %(cjk_text)s::text[], %(model)s::text[], %(vector)s::bytea[]) "
+    "AS i(ord, conv, owner, now, chars, title, role, content, created_at, incomplete, speaker, "
+    "origin, outcome, outcome_note, words, cjk, model, vector)), "
+    # Per conversation (and owner: a wrong owner's append must not count): how many, how
+    # long, the first title.
+    "p AS (SELECT conv, owner, max(now) AS now, count(*) AS n, sum(chars) AS chars, "
+    "(array_agg(title ORDER BY ord) FILTER (WHERE title IS NOT NULL))[1] AS title "
+    "FROM i GROUP BY conv, owner), "
+    # Row locks in id order, so two batches (two replicas) never wait for each other in a
+    # cycle; the visibility check as APPEND_SQL's.
+    "locked AS MATERIALIZED (SELECT c.id, p.owner FROM conversations c JOIN p "
+    "ON c.id = p.conv AND c.owner = p.owner WHERE c.expires_at IS NULL OR c.expires_at > p.now "
+    "ORDER BY c.id FOR UPDATE OF c), "
+    "c AS (UPDATE conversations SET message_count = message_count + p.n, "
+    "active_count = active_count + p.n, chars = conversations.chars + p.chars, "
+    "last_active_at = p.now, expires_at = CASE WHEN retention_minutes IS NULL THEN NULL "
+    "ELSE p.now + retention_minutes * 60.0 END, title = coalesce(conversations.title, p.title) "
+    "FROM locked JOIN p ON p.conv = locked.id AND p.owner = locked.owner "
+    "WHERE conversations.id = locked.id RETURNING conversations.id, conversations.owner), "
+    # Ids taken in the order the appends were called (the sorted subquery is read in order),
+    # after the locks: one conversation's turn ids rise in call and commit order.
+    "ids AS (SELECT s.ord, nextval(pg_get_serial_sequence('turns', 'id')) AS id FROM "
+    "(SELECT i.ord FROM i JOIN c ON c.id = i.conv AND c.owner = i.owner ORDER BY i.ord) s), "
+    "t AS (INSERT INTO turns (id, conversation_id, role, content, created_at, incomplete, "
+    "speaker, origin, outcome, outcome_note, words, cjk) OVERRIDING SYSTEM VALUE SELECT ids.id, "
+    "i.conv, i.role, i.content, i.created_at, i.incomplete, i.speaker, i.origin, i.outcome, "
+    "i.outcome_note, i.words, i.cjk FROM ids JOIN i USING (ord) RETURNING id), "
+    "v AS (INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
+    "SELECT ids.id, i.conv, i.model, i.vector FROM ids JOIN i USING (ord) "
+    "WHERE i.vector IS NOT NULL) "
+    "SELECT ids.ord, t.id FROM ids JOIN t USING (id)"
+)
 # A turn's vector, written or replaced (a reply rewritten while it streams).
 UPSERT_VECTOR_SQL = (
     "INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "

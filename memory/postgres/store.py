@@ -3,17 +3,20 @@ memory. Same verbs, records and guarantees as the SQLite store (memory/store.py)
 
 Storage design
 --------------
-- psycopg 3 (async) over a bounded `AsyncConnectionPool`: connections are checked before use,
-  recycled after `max_lifetime` and closed after `max_idle`. Prepared statements are off
-  (`prepare_threshold=None`) so it works behind pgbouncer and Supabase's transaction pooler.
-  Connections are in autocommit; every multi-statement write is one transaction.
+- psycopg 3 (async) over a bounded `AsyncConnectionPool` (memory/postgres/pool.py):
+  connections are checked before use (without a round trip when used moments ago and quiet
+  since), recycled after `max_lifetime` and closed after `max_idle`. Prepared statements are
+  off (`prepare_threshold=None`) so it works behind pgbouncer and Supabase's transaction
+  pooler. Connections are in autocommit; every multi-statement write is one transaction. A
+  read whose connection turns out broken runs once more on another.
 - Every write to a conversation's turns first locks its row (the append's UPDATE, or
   `SELECT ... FOR UPDATE`), so writes to one conversation are serialized across replicas and
   turn ids rise in commit order; writes to different conversations run in parallel.
 - Hot paths are one statement, one round trip: context() (conversation, summary, recent turns,
   recall hits and their neighbours, the conversation's vectors) and append() (counters, title,
   expiry, owner check and the INSERT with its search text and vector). Turns that only the
-  meaning side found take a second statement, as on SQLite.
+  meaning side found take a second statement, as on SQLite. Appends that arrive together are
+  written as one statement with one commit (memory/postgres/appends.py).
 - Turn vectors (memory/vectors.py, int8) are a bytea in `turn_vectors`; their cosines with the
   question are computed in Python by the same functions as SQLite's, so both backends rank by
   meaning alike. pgvector is not needed.
@@ -36,7 +39,7 @@ from dataclasses import astuple
 
 import psycopg
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool
 
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, InvalidRole, StorageUnavailable
 from ..policy import MemoryPolicy
@@ -56,8 +59,9 @@ from ..validation import (
 )
 from ..vectors import Embedder, embed_packed
 from . import sql
+from .appends import AppendQueue
 from .fold import Folding
-from .migrations import migrate
+from .pool import POOL_MAX, broken_connection, open_pool, safe_url, unavailable
 from .reads import Reads
 from .replies import Replies
 from .steering import Steering
@@ -65,56 +69,6 @@ from .text import check_text, index_cjk, index_words
 from .tokens import Tokens
 
 log = logging.getLogger(__name__)
-
-POOL_MIN = 1
-POOL_MAX = 10
-POOL_MAX_IDLE_S = 300.0
-POOL_MAX_LIFETIME_S = 1_800.0
-CONNECT_TIMEOUT_S = 10
-
-# SQLSTATE class -> what to do next.
-_ADVICE = {
-    "08": "check the server is running and MNEMO_DATABASE_URL points at it",
-    "28": "check the user name and password in MNEMO_DATABASE_URL",
-    "3D": "create the database first (createdb NAME) or fix its name in MNEMO_DATABASE_URL",
-    "42": "grant the database user CREATE on its schema so Mnemo can migrate",
-    "53": "the server is out of connections, memory or disk; lower the pool size or free space",
-    "57": "the server is shutting down or restarting; try again in a moment",
-    "40": "the server aborted the transaction; try again",
-}
-
-
-def safe_url(url: str) -> str:
-    """`url` with any password replaced by ***, for messages and logs."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "the PostgreSQL URL"
-    host, port, db = info.get("host", "localhost"), info.get("port", "5432"), info.get("dbname")
-    user = info.get("user")
-    return f"postgresql://{user + ':***@' if user else ''}{host}:{port}/{db or ''}"
-
-
-# A refused connection carries no SQLSTATE, only libpq's text.
-_CONNECT_ADVICE = {
-    "does not exist": _ADVICE["3D"],
-    "password authentication failed": _ADVICE["28"],
-    "no password supplied": _ADVICE["28"],
-    "too many clients": _ADVICE["53"],
-}
-
-
-def unavailable(exc: BaseException, url: str) -> StorageUnavailable:
-    state = getattr(exc, "sqlstate", None) or ""
-    text = str(exc)
-    if isinstance(exc, PoolTimeout):
-        advice = "every pooled connection stayed busy; raise the pool size or try again"
-    elif state[:2] in _ADVICE:
-        advice = _ADVICE[state[:2]]
-    else:
-        found = (a for k, a in _CONNECT_ADVICE.items() if k in text)
-        advice = next(found, _ADVICE["08"])
-    return StorageUnavailable(f"The memory database at {safe_url(url)} failed ({exc}): {advice}.")
 
 
 class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
@@ -140,6 +94,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         self._summarizing: set[str] = set()
         self._last_purge = float("-inf")
         self._closed = False
+        self._appends = AppendQueue(self._conn)
 
     @classmethod
     async def open(
@@ -158,39 +113,13 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         refuses the login, or the user may not create the schema. With an `embedder`, every
         message gets a vector when written and recall adds meaning to keywords, as on SQLite.
         """
-        kwargs = {
-            "autocommit": True,
-            "prepare_threshold": None,
-            "connect_timeout": CONNECT_TIMEOUT_S,
-        }
-        try:
-            # Migrate on a connection of its own first: a wrong URL, password or database
-            # fails here with the server's own reason, not as a pool timeout later.
-            async with await AsyncConnection.connect(url, **kwargs) as conn:
-                await migrate(conn)
-        except (psycopg.Error, OSError) as exc:
-            raise unavailable(exc, url) from exc
-        pool = AsyncConnectionPool(
-            url,
-            min_size=min(POOL_MIN, pool_max),
-            max_size=pool_max,
-            max_idle=POOL_MAX_IDLE_S,
-            max_lifetime=POOL_MAX_LIFETIME_S,
-            check=AsyncConnectionPool.check_connection,
-            kwargs=kwargs,
-            name="mnemo",
-            open=False,
-        )
-        try:
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
-        except (psycopg.Error, OSError) as exc:
-            await pool.close()
-            raise unavailable(exc, url) from exc
+        pool = await open_pool(url, pool_max)
         policy = policy or MemoryPolicy()
         return cls(pool, url, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
 
     async def close(self) -> None:
         if not self._closed:
+            await self._appends.wait()  # appends already submitted are written first
             self._closed = True
             await self._pool.close()
 
@@ -223,6 +152,25 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         async with self._conn() as conn:
             cur = await conn.execute(statement, params)
             return await cur.fetchall()
+
+    async def _read(self, statement: str, params: dict[str, object]) -> list[tuple]:
+        """`_fetch` for a statement that only reads: when the pooled connection turns out to
+        be broken (the server ended it moments after it was last used, so the pool's check
+        skipped it, see _check), it runs once more on another connection."""
+        try:
+            return await self._fetch(statement, params)
+        except StorageUnavailable as exc:
+            if not broken_connection(exc):
+                raise
+        await self._sweep()  # its neighbours in the pool may be broken too (a restart)
+        return await self._fetch(statement, params)
+
+    async def _sweep(self) -> None:
+        """Check every idle pooled connection now, replacing the broken ones."""
+        try:
+            await self._pool.check()
+        except (psycopg.Error, OSError) as exc:
+            raise unavailable(exc, self._raw_url) from exc
 
     async def _locked(self, conn: AsyncConnection, owner: str, conv_id: str) -> Conversation:
         """The visible conversation, row-locked until the transaction ends."""
@@ -344,8 +292,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         now = self._clock()
         when = check_created_at(created_at, now)
         (vector,) = await embed_packed(self.embedder, [content])
-        rows = await self._fetch(
-            sql.APPEND_SQL,
+        turn_id = await self._appends.submit(
             {
                 "conv": conv_id,
                 "owner": owner,
@@ -366,12 +313,12 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
                 "vector": vector,
             },
         )
-        if not rows:
+        if turn_id is None:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         await self._maybe_purge()
         flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
         flags |= {"outcome": outcome, "outcome_note": outcome_note}
-        return Turn(rows[0][0], conv_id, role, content, when, **flags)  # type: ignore[arg-type]
+        return Turn(turn_id, conv_id, role, content, when, **flags)  # type: ignore[arg-type]
 
     async def import_conversation(
         self,
