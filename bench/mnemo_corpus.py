@@ -115,6 +115,7 @@ def index_for_recall(db: sqlite3.Connection, batch: int = 20_000) -> None:
             (last, batch),
         ).fetchall()
         if not rows:
+            merge_indexes(db)
             return
         db.executemany(
             "INSERT INTO turns_fts (rowid, body, owner_key, conversation_key) VALUES (?, ?, ?, ?)",
@@ -129,3 +130,20 @@ def index_for_recall(db: sqlite3.Connection, batch: int = 20_000) -> None:
                 [(tid, recall_text(c, text)) for tid, text, _, c in rows],
             )
         last = rows[-1][0]
+
+
+def merge_indexes(db: sqlite3.Connection) -> None:
+    """Merge the full-text indexes as the store's background merges would have by now.
+
+    A commit never merges (m012_fts_background_merges), so a bulk load leaves dozens of
+    b-trees per index; a store that wrote these rows itself would have merged them in the
+    background after its commits. Same command, larger steps, until one merges nothing.
+    """
+    for table in ("turns_fts", "recall_fts"):
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+            continue
+        while True:
+            before = db.total_changes
+            db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', 1000)")
+            if db.total_changes - before < 2:
+                break

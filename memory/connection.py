@@ -12,6 +12,18 @@ commit, when none is running, a PASSIVE checkpoint starts on the checkpointer co
 thread. PASSIVE never blocks the writer or the reader, and the WAL stays small because one
 follows every burst of commits. If the checkpointer cannot be opened, the writer keeps
 SQLite's automatic checkpoints.
+
+FTS5 merges leave the commit path too. Each commit adds one small b-tree (segment) to each
+full-text index, and by default FTS5 merges them inside the commits: every 64 leaf pages
+written, one commit merged up to 64 pages per level of the index, which made about 3
+summarization commits in 100 take 24-119 ms. m012 turns that off (`automerge = 0`); after a
+commit, when none is running, a background task merges on the writer in steps of at most
+`MERGE_PAGES` pages ('merge' command), each step a short transaction of its own under the
+write lock, until no level holds `usermerge` segments. The writer runs the steps, not the
+checkpointer: a second connection writing would make the writer's commits wait in SQLite's
+busy handler (sleeps of 1, 2, 5, 10 ms...), where the write lock hands over at once. A commit
+waits at most one step. `crisismerge` is the backstop if the steps fall behind: a level that
+reaches that many segments is merged in the commit that adds the last one.
 """
 
 from __future__ import annotations
@@ -33,6 +45,13 @@ from .sql import INDEX_TURN_TRIGGER, REINDEX_TURN_TRIGGER
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
+
+# The full-text indexes the writer adds to in every commit (m004, m005), merged in the
+# background (module docstring).
+FTS_TABLES = ("turns_fts", "recall_fts")
+# Pages (about 4 KB each) one background merge step writes at most: the longest a commit
+# can wait behind a step.
+MERGE_PAGES = 16
 
 _ADVICE = {
     "SQLITE_BUSY": "another program is writing to it; try again in a moment",
@@ -120,6 +139,9 @@ class Connections:
         self._checkpoint: asyncio.Task[None] | None = None
         self._checkpoint_again = False
         self.checkpoints = 0  # completed background checkpoints (tests, benchmarks)
+        self._merge: asyncio.Task[None] | None = None
+        self._merge_again = False
+        self.merge_steps = 0  # background merge steps that merged something (tests)
         self.closed = False
 
     @classmethod
@@ -154,9 +176,10 @@ class Connections:
         if self.closed:
             return
         self.closed = True
-        if self._checkpoint is not None:
-            with suppress(Exception):
-                await self._checkpoint
+        for task in (self._merge, self._checkpoint):
+            if task is not None:
+                with suppress(Exception):
+                    await task
         async with self._write_lock, self._read_lock:
             # The checkpointer first: the last connection to close checkpoints the whole WAL
             # and deletes it, and that should be the writer, which knows no reader is left.
@@ -170,14 +193,60 @@ class Connections:
         while self._checkpoint is not None and not self._checkpoint.done():
             await asyncio.wait({self._checkpoint})
 
+    async def merged(self) -> None:
+        """Wait for the background FTS5 merge running now, if any (tests, benchmarks)."""
+        while self._merge is not None and not self._merge.done():
+            await asyncio.wait({self._merge})
+
     def _committed(self) -> None:
-        """After a commit: start a background checkpoint, or ask the running one to repeat."""
+        """After a commit: start a background merge and checkpoint, or ask the running ones
+        to repeat."""
+        if self.closed:
+            return
+        if self._merge is not None and not self._merge.done():
+            self._merge_again = True
+        else:
+            self._merge = asyncio.get_running_loop().create_task(self._merge_fts())
+        self._start_checkpoint()
+
+    def _start_checkpoint(self) -> None:
         if self.checkpointer is None or self.closed:
             return
         if self._checkpoint is not None and not self._checkpoint.done():
             self._checkpoint_again = True
             return
         self._checkpoint = asyncio.get_running_loop().create_task(self._checkpoint_wal())
+
+    async def _merge_fts(self) -> None:
+        """Merge the FTS5 indexes a step at a time until a pass over them merges nothing
+        and no commit came meanwhile. Each step takes the write lock behind the writes
+        already waiting for it, so a commit waits at most one step."""
+        try:
+            while not self.closed:
+                self._merge_again = False
+                merged = False
+                for table in FTS_TABLES:
+                    merged |= await self._merge_step(table)
+                if merged:
+                    self._start_checkpoint()  # the steps wrote to the WAL too
+                elif not self._merge_again:
+                    return
+        except (sqlite3.Error, ValueError) as exc:  # the next commit tries again
+            log.warning("background FTS5 merge in %s failed: %s", self.path, exc)
+
+    async def _merge_step(self, table: str) -> bool:
+        """One 'merge' of at most MERGE_PAGES pages, in its own transaction; True when it
+        merged something (FTS5's documented test: total_changes() grew by 2 or more)."""
+        async with self._write_lock:
+            if self.closed:
+                return False
+            before = self.writer.total_changes
+            await self.writer.execute(
+                f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (MERGE_PAGES,)
+            )
+            merged = self.writer.total_changes - before >= 2
+        self.merge_steps += merged
+        return merged
 
     async def _checkpoint_wal(self) -> None:
         assert self.checkpointer is not None

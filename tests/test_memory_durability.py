@@ -77,6 +77,7 @@ async def test_commits_leave_checkpoints_to_the_background(tmp_path):
         conversation = await store.create_conversation("ana")
         for i in range(60):  # ~300 KB of text and its two indexes: past a few hundred pages
             await store.append("ana", conversation.id, "user", f"message {i} " + "lorem " * 800)
+        await connections.merged()  # its steps write to the WAL too, then checkpoint again
         await connections.checkpointed()
         assert connections.checkpoints > 0
         with contextlib.closing(sqlite3.connect(tmp_path / "mnemo.db")) as db:
