@@ -15,15 +15,16 @@ SQLite's automatic checkpoints.
 
 FTS5 merges leave the commit path too. Each commit adds one small b-tree (segment) to each
 full-text index, and by default FTS5 merges them inside the commits: every 64 leaf pages
-written, one commit merged up to 64 pages per level of the index, which made about 3
-summarization commits in 100 take 24-119 ms. m012 turns that off (`automerge = 0`); after a
-commit, when none is running, a background task merges on the writer in steps of at most
-`MERGE_PAGES` pages ('merge' command), each step a short transaction of its own under the
-write lock, until no level holds `usermerge` segments. The writer runs the steps, not the
-checkpointer: a second connection writing would make the writer's commits wait in SQLite's
-busy handler (sleeps of 1, 2, 5, 10 ms...), where the write lock hands over at once. A commit
-waits at most one step. `crisismerge` is the backstop if the steps fall behind: a level that
-reaches that many segments is merged in the commit that adds the last one.
+written, one commit merged up to 64 pages per level of the index (in a summarization commit,
+up to 29 ms of the writer thread's CPU instead of about 2). m012 turns that off
+(`automerge = 0`). Once every `MERGE_EVERY_COMMITS` commits (fewer new segments cannot fill a
+level) a background task merges on the writer, in steps of at most `MERGE_PAGES` pages (the
+'merge' command), each a short transaction of its own under the write lock, until no level
+holds `usermerge` segments. The writer runs the steps, not the checkpointer: a second writing
+connection would make the writer's commits wait in SQLite's busy handler (sleeps of 1, 2, 5,
+10 ms...), where the write lock hands over at once. A commit waits at most one step.
+`crisismerge` is the backstop if the steps fall behind: a level that reaches that many
+segments is merged in the commit that adds the last one.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ FTS_TABLES = ("turns_fts", "recall_fts")
 # Pages (about 4 KB each) one background merge step writes at most: the longest a commit
 # can wait behind a step.
 MERGE_PAGES = 16
+# A commit adds one b-tree per index, and a level is merged once it holds m012's usermerge
+# (4) of them: a merge pass after fewer new commits than that would find nothing to do.
+MERGE_EVERY_COMMITS = 4
+# Between two steps the merge waits this long, so that it takes at most about a third of the
+# writer's time and the commits and readers of a busy process keep the CPU they need.
+MERGE_PAUSE_S = 0.002
 
 _ADVICE = {
     "SQLITE_BUSY": "another program is writing to it; try again in a moment",
@@ -141,6 +148,7 @@ class Connections:
         self.checkpoints = 0  # completed background checkpoints (tests, benchmarks)
         self._merge: asyncio.Task[None] | None = None
         self._merge_again = False
+        self._unmerged_commits = 0
         self.merge_steps = 0  # background merge steps that merged something (tests)
         self.closed = False
 
@@ -203,9 +211,10 @@ class Connections:
         to repeat."""
         if self.closed:
             return
+        self._unmerged_commits += 1
         if self._merge is not None and not self._merge.done():
             self._merge_again = True
-        else:
+        elif self._unmerged_commits >= MERGE_EVERY_COMMITS:
             self._merge = asyncio.get_running_loop().create_task(self._merge_fts())
         self._start_checkpoint()
 
@@ -223,10 +232,11 @@ class Connections:
         already waiting for it, so a commit waits at most one step."""
         try:
             while not self.closed:
-                self._merge_again = False
+                self._merge_again, self._unmerged_commits = False, 0
                 merged = False
                 for table in FTS_TABLES:
                     merged |= await self._merge_step(table)
+                    await asyncio.sleep(MERGE_PAUSE_S)
                 if merged:
                     self._start_checkpoint()  # the steps wrote to the WAL too
                 elif not self._merge_again:

@@ -348,13 +348,14 @@ async def m011_turn_outcomes(db: aiosqlite.Connection) -> None:
 @migration
 async def m012_fts_background_merges(db: aiosqlite.Connection) -> None:
     # FTS5 merged its b-trees inside the commits that wrote them: every 64 leaf pages, one
-    # commit merged up to 64 pages per level (24-119 ms, about 3 summarization commits in
-    # 100). automerge 0: no commit merges; the store merges in the background in small steps
-    # (memory/connection.py). usermerge: a step merges a level once it holds 4 segments (the
-    # default, said here so it cannot drift). crisismerge: the backstop if the steps fall
-    # behind, a level with 32 segments is merged by the commit that adds the last (raised
-    # from 16 to leave the steps room under a burst of commits). Options live in each table's
-    # %_config, so every connection, and a copy of the file, sees them.
+    # commit merged up to 64 pages per level (up to 29 ms of CPU in a summarization commit
+    # that otherwise takes 2). automerge 0: no commit merges; the store merges in the
+    # background in small steps (memory/connection.py). usermerge: a step merges a level once
+    # it holds 4 segments (the default, said here so it cannot drift). crisismerge: the
+    # backstop if the steps fall behind, a level with 32 segments is merged by the commit that
+    # adds the last (raised from 16 to leave the steps room under a burst of commits). The
+    # options live in each table's %_config: every connection, and a copy of the file, sees
+    # them.
     for table in ("turns_fts", "recall_fts"):
         for option, value in (("automerge", 0), ("usermerge", 4), ("crisismerge", 32)):
             await db.execute(f"INSERT INTO {table} ({table}, rank) VALUES (?, ?)", (option, value))
