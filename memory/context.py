@@ -36,7 +36,7 @@ from .sql import (
     turn_from_row,
 )
 from .timeref import annotate, format_date, local_date
-from .vectors import cosines, unpack
+from .vectors import centred_cosines, unpack
 
 MEMORY_NOTE_HEADER = (
     "## Memory note\n"
@@ -161,7 +161,7 @@ def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> dic
     if query_vector is None:
         return {}
     vectors = [(r[1], r[4]) for r in rows if r[0] == KIND_VECTOR]
-    scores = cosines(query_vector, [v for _, v in vectors]).tolist()
+    scores = centred_cosines(query_vector, [v for _, v in vectors]).tolist()
     return {tid: score for (tid, _), score in zip(vectors, scores, strict=True)}
 
 

@@ -25,7 +25,10 @@ EMBED_BATCH = 256  # texts per embedder call (an import embeds many)
 # "Anna: ..." at the start of a message: static embeddings are dominated by names, and a
 # speaker's own name says nothing about what the message means.
 _SPEAKER = re.compile(r"^\s*[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}:\s+")
-MAX_EMBED_CHARS = 2_000  # a static model averages tokens: more text only blurs it
+MAX_EMBED_CHARS = 2_000
+# The conversation's mean vector counts as if it had this many more (zero) vectors: a few turns
+# are too few to say what all of its turns share.
+CENTRE_SHRINK = 10  # a static model averages tokens: more text only blurs it
 
 
 @runtime_checkable
@@ -78,6 +81,32 @@ def cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
         m = np.frombuffer(joined, dtype=np.int8).reshape(len(same), len(query))
         m = m.astype(np.float32)
         out[same] = (m @ q) / np.linalg.norm(m, axis=1)
+    return out
+
+
+def centred_cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
+    """Cosines after removing what the conversation's turns have in common.
+
+    A static embedding averages token vectors, so every chat message shares a large common
+    direction (function words, "I", the chat register): raw cosines are dominated by it and
+    rank a question close to any chatty turn. Subtracting the mean of the conversation's
+    vectors from the query and each turn (the common-component removal of SIF embeddings)
+    leaves what a turn says that others do not. The mean is shrunk towards zero for small
+    conversations, where it would be mostly the turns themselves. Vectors of another size
+    score 0.
+    """
+    out = np.zeros(len(blobs), dtype=np.float32)
+    same = [i for i, b in enumerate(blobs) if len(b) == len(query)]
+    if not same:
+        return out
+    joined = b"".join(blobs[i] for i in same) if len(same) < len(blobs) else b"".join(blobs)
+    m = np.frombuffer(joined, dtype=np.int8).reshape(len(same), len(query)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    mean = m.sum(axis=0) / (len(same) + CENTRE_SHRINK)
+    m -= mean
+    q = unpack(query) - mean
+    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+    out[same] = (m @ q) / np.maximum(norms, 1e-6)
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.vectors import cosines, embedding_text, pack, unpack
+from memory.vectors import centred_cosines, cosines, embedding_text, pack, unpack
 
 
 def test_pack_keeps_the_direction_in_one_byte_per_dimension():
@@ -50,3 +50,27 @@ def test_vectors_of_another_size_score_zero():
 )
 def test_the_speaker_name_is_not_embedded(content, embedded):
     assert embedding_text(content) == embedded
+
+
+def test_centred_cosines_rank_by_what_a_turn_does_not_share_with_the_others():
+    # Every turn is mostly one common direction (what a static embedding gives any chat
+    # message); each says its own small thing. The query says turn 7's thing.
+    rng = np.random.default_rng(2)
+    common = rng.normal(size=256)
+    own = rng.normal(size=(200, 256))
+    turns = [pack(3 * common + 0.5 * o) for o in own]
+    query = pack(3 * common + rng.normal(size=256) * 0.3 + 0.5 * own[7])
+    raw, centred = cosines(query, turns), centred_cosines(query, turns)
+    assert np.argmax(centred) == 7
+    assert centred[7] - np.sort(centred)[-2] > 0.2  # clearly ahead of the rest
+    assert centred[7] - np.sort(centred)[-2] > 2 * (raw[7] - np.sort(raw)[-2])
+
+
+def test_centred_cosines_degrade_gracefully():
+    q = pack(np.ones(256))
+    assert len(centred_cosines(q, [])) == 0
+    # One turn: the shrunk mean leaves its direction; another size scores 0.
+    one = centred_cosines(q, [pack(np.ones(256)), pack(np.ones(768))])
+    assert one[0] > 0.9 and one[1] == 0.0
+    same = centred_cosines(q, [q] * 50)  # all alike: nothing left to tell apart, no NaN
+    assert np.all(np.isfinite(same))
