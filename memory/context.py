@@ -291,9 +291,7 @@ def recall_turns(
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
     scores = fuse(keyword, meaning, found.prev_of, policy.recall_weights)
     diverse = is_list_question(query)
-    vectors = (
-        {i: unpack(b) for i, b in found.vectors.items() if i in found.turns} if diverse else {}
-    )
+    vectors = {i: unpack(b) for i, b in found.vectors.items() if i in found.turns}
     conv = Conversation(found.turns, found.next_of, found.prev_of, frozenset(exclude))
     return pack(
         conv,

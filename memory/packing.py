@@ -13,7 +13,8 @@ FTS5, PostgreSQL from its own search; both give cosines of the stored vectors):
 3. **Pack by budget**, not by count: the best snippet first, until the budget is spent. Long
    turns are clipped around the part that matched. For list questions ("what activities...")
    the next snippet is picked by maximal marginal relevance, so the budget spreads over
-   distinct parts of the conversation rather than five copies of one.
+   distinct parts of the conversation rather than five copies of one; for every question, a
+   hit that repeats one already chosen (the same reply again) is skipped.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class RecallWeights:
     prior: float = 0.3  # the keyword score of the turn before, as a second, weaker field
     mmr_lambda: float = 0.7  # for list questions: relevance vs. distance from what is chosen
     min_semantic: float = 0.05  # a cosine below this is noise (measured on bench long_memory)
+    # A hit this close (cosine) to one already chosen says nothing new ("Got it, I'll keep
+    # that in mind." for the fifth time): it is skipped, and the budget goes further.
+    duplicate: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -173,8 +177,9 @@ def pack(
     (rendered cost, see TURN_OVERHEAD) are spent; each turn clipped to `per_turn`.
 
     `scores` from fuse(); `keyword` the normalised keyword scores (to tell a direct hit
-    from one through the turn before); `vectors` unit vectors by turn id, for diversity
-    (`diverse`: MMR, for list questions). `max_hits` bounds the snippets (the budget
+    from one through the turn before); `vectors` unit vectors by turn id: a hit that
+    repeats a chosen one is skipped, and for `diverse` (list questions) the next hit is
+    picked by maximal marginal relevance. `max_hits` bounds the snippets (the budget
     usually ends them first).
     """
     keyword = keyword or {}
@@ -195,6 +200,8 @@ def pack(
     hits = 0
     while order and remaining >= MIN_SNIPPET and (max_hits is None or hits < max_hits):
         tid = _next_pick(order, pool, picked_vectors, vectors, diverse, weights, top)
+        if _repeats(vectors.get(tid), picked_vectors, weights.duplicate):
+            continue
         score = pool[tid]
         prior = weights.prior * keyword.get(conv.prev_of.get(tid, -1), 0.0)
         own = weights.keyword * keyword.get(tid, 0.0)
@@ -231,6 +238,15 @@ def pack(
         )
         for n, i in enumerate(ids)
     ]
+
+
+def _repeats(vector: np.ndarray | None, picked: list[np.ndarray], threshold: float) -> bool:
+    """Whether `vector` is within `threshold` (cosine) of a chosen hit's."""
+    return (
+        vector is not None
+        and bool(picked)
+        and float(np.max(np.stack(picked) @ vector)) >= threshold
+    )
 
 
 def _next_pick(

@@ -84,30 +84,37 @@ def cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
     return out
 
 
-def centred_cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
-    """Cosines after removing what the conversation's turns have in common.
+def centred_matrix(query: bytes, blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """(unit rows, unit query) after removing what the conversation's turns have in common.
 
     A static embedding averages token vectors, so every chat message shares a large common
     direction (function words, "I", the chat register): raw cosines are dominated by it and
     rank a question close to any chatty turn. Subtracting the mean of the conversation's
     vectors from the query and each turn (the common-component removal of SIF embeddings)
     leaves what a turn says that others do not. The mean is shrunk towards zero for small
-    conversations, where it would be mostly the turns themselves. Vectors of another size
-    score 0.
+    conversations, where it would be mostly the turns themselves. Rows of vectors of another
+    size are zero.
     """
-    out = np.zeros(len(blobs), dtype=np.float32)
-    same = [i for i, b in enumerate(blobs) if len(b) == len(query)]
+    dims = len(query)
+    m = np.zeros((len(blobs), dims), dtype=np.float32)
+    same = [i for i, b in enumerate(blobs) if len(b) == dims]
     if not same:
-        return out
+        return m, unpack(query)
     joined = b"".join(blobs[i] for i in same) if len(same) < len(blobs) else b"".join(blobs)
-    m = np.frombuffer(joined, dtype=np.int8).reshape(len(same), len(query)).astype(np.float32)
-    m /= np.linalg.norm(m, axis=1, keepdims=True)
-    mean = m.sum(axis=0) / (len(same) + CENTRE_SHRINK)
-    m -= mean
+    part = np.frombuffer(joined, dtype=np.int8).reshape(len(same), dims).astype(np.float32)
+    part /= np.linalg.norm(part, axis=1, keepdims=True)
+    mean = part.sum(axis=0) / (len(same) + CENTRE_SHRINK)
+    part -= mean
+    part /= np.maximum(np.linalg.norm(part, axis=1, keepdims=True), 1e-6)
+    m[same] = part
     q = unpack(query) - mean
-    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
-    out[same] = (m @ q) / np.maximum(norms, 1e-6)
-    return out
+    return m, q / max(float(np.linalg.norm(q)), 1e-6)
+
+
+def centred_cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
+    """The cosine of `query` with each vector, centred (centred_matrix); another size: 0."""
+    m, q = centred_matrix(query, blobs)
+    return m @ q
 
 
 async def embed_packed(embedder: Embedder | None, texts: Sequence[str]) -> list[bytes | None]:

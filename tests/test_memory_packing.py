@@ -155,9 +155,30 @@ def test_list_questions_spread_over_distinct_parts():
     conv = conversation(contents)
     ids = list(conv.turns)
     scores = {tid: 1.0 - i * 0.02 for i, tid in enumerate(ids[:5])} | {ids[5]: 0.8, ids[6]: 0.78}
-    vectors = {tid: base for tid in ids[:5]} | {ids[5]: other1, ids[6]: other2}
+    # Alike (cosine about 0.9), not repeats: plain packing keeps them all.
+    near = [base + 0.35 * n / np.linalg.norm(n) for n in rng.normal(size=(5, 32))]
+    near = [v / np.linalg.norm(v) for v in near]
+    assert 0.8 < min(float(a @ b) for a, b in pairwise(near)) < RecallWeights().duplicate
+    vectors = dict(zip(ids[:5], near, strict=True)) | {ids[5]: other1, ids[6]: other2}
     budget = 3 * (len(contents[0]) + TURN_OVERHEAD + RUN_OVERHEAD)
     plain = pack(conv, scores, [], budget, 2_000, vectors=vectors)
     diverse = pack(conv, scores, [], budget, 2_000, vectors=vectors, diverse=True)
     assert {r.turn.id for r in plain} == set(ids[:3])
     assert {r.turn.id for r in diverse} == {ids[0], ids[5], ids[6]}
+
+
+def test_a_hit_that_repeats_a_chosen_one_is_skipped():
+    # The same reply said again and again outscores what the budget should reach next.
+    rng = np.random.default_rng(4)
+    same, other = (v / np.linalg.norm(v) for v in rng.normal(size=(2, 32)))
+    contents = ["That sounds lovely, enjoy it! " * 4] * 4 + ["My sister lives in Bergen now."]
+    conv = conversation(contents)
+    ids = list(conv.turns)
+    scores = {tid: 1.0 - i * 0.01 for i, tid in enumerate(ids[:4])} | {ids[4]: 0.5}
+    vectors = {tid: same for tid in ids[:4]} | {ids[4]: other}
+    budget = 2 * (len(contents[0]) + TURN_OVERHEAD + RUN_OVERHEAD)
+    picked = pack(conv, scores, [], budget, 2_000, vectors=vectors)
+    assert [r.turn.id for r in picked] == [ids[0], ids[4]]
+    # Without vectors nothing tells them apart: the budget goes to the repeats.
+    blind = pack(conv, scores, [], budget, 2_000)
+    assert [r.turn.id for r in blind] == ids[:2]
