@@ -36,7 +36,7 @@ from .sql import (
     turn_from_row,
 )
 from .timeref import annotate, format_date, local_date
-from .vectors import centred_cosines, unpack
+from .vectors import centred_cosines, unpack_many
 
 MEMORY_NOTE_HEADER = (
     "## Memory note\n"
@@ -291,7 +291,8 @@ def recall_turns(
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
     scores = fuse(keyword, meaning, found.prev_of, policy.recall_weights)
     diverse = is_list_question(query)
-    vectors = {i: unpack(b) for i, b in found.vectors.items() if i in found.turns}
+    ids = [i for i in found.vectors if i in found.turns]  # one model's: the statement says which
+    vectors = dict(zip(ids, unpack_many([found.vectors[i] for i in ids]), strict=True))
     conv = Conversation(found.turns, found.next_of, found.prev_of, frozenset(exclude))
     return pack(
         conv,

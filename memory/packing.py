@@ -191,16 +191,13 @@ def pack(
         for tid, s in scores.items()
         if s > 0 and tid in conv.turns and tid not in conv.excluded
     }
-    # Best first, ties to the older turn; MMR re-ranks against what is chosen.
-    order = sorted(pool, key=lambda t: (-pool[t], t))
+    candidates = _Candidates(pool, vectors, diverse, weights)
     chosen: dict[int, _Pick] = {}
-    picked_vectors: list[np.ndarray] = []
     remaining = budget
-    top = (order and pool[order[0]]) or 1.0
     hits = 0
-    while order and remaining >= MIN_SNIPPET and (max_hits is None or hits < max_hits):
-        tid = _next_pick(order, pool, picked_vectors, vectors, diverse, weights, top)
-        if _repeats(vectors.get(tid), picked_vectors, weights.duplicate):
+    while candidates and remaining >= MIN_SNIPPET and (max_hits is None or hits < max_hits):
+        tid, repeats = candidates.take()
+        if repeats:
             continue
         score = pool[tid]
         prior = weights.prior * keyword.get(conv.prev_of.get(tid, -1), 0.0)
@@ -224,8 +221,7 @@ def pack(
             remaining -= len(pick.turn.content) + TURN_OVERHEAD
         if not joins:
             remaining -= RUN_OVERHEAD
-        if tid in vectors:
-            picked_vectors.append(vectors[tid])
+        candidates.chose(tid)
         hits += 1
     ids = sorted(chosen)
     return [
@@ -240,37 +236,61 @@ def pack(
     ]
 
 
-def _repeats(vector: np.ndarray | None, picked: list[np.ndarray], threshold: float) -> bool:
-    """Whether `vector` is within `threshold` (cosine) of a chosen hit's."""
-    return (
-        vector is not None
-        and bool(picked)
-        and float(np.max(np.stack(picked) @ vector)) >= threshold
-    )
+class _Candidates:
+    """The candidates, best first, taken one at a time: the best left, or for `diverse` the
+    best by maximal marginal relevance. Each candidate's redundancy (its highest cosine with
+    a chosen hit) is kept up to date with one matrix product per chosen hit, so a pick costs
+    O(candidates) in numpy rather than a Python loop over candidates and chosen hits."""
 
+    def __init__(
+        self,
+        pool: Mapping[int, float],
+        vectors: Mapping[int, np.ndarray],
+        diverse: bool,
+        weights: RecallWeights,
+    ) -> None:
+        self.ids = sorted(pool, key=lambda t: (-pool[t], t))  # ties to the older turn
+        n = len(self.ids)
+        self.index = {t: k for k, t in enumerate(self.ids)}
+        top = pool[self.ids[0]] if n else 1.0
+        self.relevance = np.array([pool[t] / top for t in self.ids], dtype=np.float32)
+        dims = len(next(iter(vectors.values()))) if vectors else 0
+        self.matrix = np.zeros((n, dims), dtype=np.float32)
+        self.has_vector = np.zeros(n, dtype=bool)
+        for k, t in enumerate(self.ids):
+            v = vectors.get(t)
+            if v is not None and len(v) == dims:
+                self.matrix[k], self.has_vector[k] = v, True
+        self.redundancy = np.zeros(n, dtype=np.float32)
+        self.left = np.ones(n, dtype=bool)
+        self.count, self.first = n, 0
+        self.diverse, self.weights, self.any_chosen = diverse, weights, False
 
-def _next_pick(
-    order: list[int],
-    pool: Mapping[int, float],
-    picked: list[np.ndarray],
-    vectors: Mapping[int, np.ndarray],
-    diverse: bool,
-    weights: RecallWeights,
-    top: float,
-) -> int:
-    """Take the next candidate out of `order`: the best, or for `diverse` the best by MMR."""
-    if not diverse or not picked:
-        return order.pop(0)
-    lam = weights.mmr_lambda
-    mine = np.stack(picked)
+    def __bool__(self) -> bool:
+        return self.count > 0
 
-    def mmr(t: int) -> float:
-        v = vectors.get(t)
-        redundancy = float(np.max(mine @ v)) if v is not None else 0.0
-        return lam * pool[t] / top - (1 - lam) * redundancy
+    def take(self) -> tuple[int, bool]:
+        """(the next candidate's id, whether it repeats a chosen hit)."""
+        if self.diverse and self.any_chosen:
+            lam = self.weights.mmr_lambda
+            value = lam * self.relevance - (1 - lam) * self.redundancy
+            value[~self.left] = -np.inf
+            k = int(np.argmax(value))
+        else:
+            while not self.left[self.first]:
+                self.first += 1
+            k = self.first
+        self.left[k] = False
+        self.count -= 1
+        repeats = self.any_chosen and self.has_vector[k]
+        return self.ids[k], bool(repeats and self.redundancy[k] >= self.weights.duplicate)
 
-    best = max(range(len(order)), key=lambda k: (mmr(order[k]), -order[k]))
-    return order.pop(best)
+    def chose(self, tid: int) -> None:
+        """`tid` is now a chosen hit: what is like it becomes redundant."""
+        k = self.index[tid]
+        if self.has_vector[k]:
+            np.maximum(self.redundancy, self.matrix @ self.matrix[k], out=self.redundancy)
+            self.any_chosen = True
 
 
 def _copy(turn: Turn, terms: list[str], limit: int) -> Turn:

@@ -66,6 +66,14 @@ def unpack(blob: bytes) -> np.ndarray:
     return v / float(np.linalg.norm(v))
 
 
+def unpack_many(blobs: Sequence[bytes]) -> np.ndarray:
+    """The unit vectors of `blobs` (all of one size) as the rows of one matrix."""
+    if not blobs:
+        return np.zeros((0, 0), dtype=np.float32)
+    m = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(blobs), -1).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
 def cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
     """Cosine similarity of the packed `query` with each packed vector, in order.
 
