@@ -182,3 +182,39 @@ def test_a_hit_that_repeats_a_chosen_one_is_skipped():
     # Without vectors nothing tells them apart: the budget goes to the repeats.
     blind = pack(conv, scores, [], budget, 2_000)
     assert [r.turn.id for r in blind] == ids[:2]
+
+
+@pytest.mark.parametrize(
+    "terms,content,expected",
+    [
+        (["bicycles", "anna"], "Took the Bicycle out with ANNA's dog.", ("bicycles", "anna")),
+        (["cycle"], "a bicycle, a tricycle", ()),  # inside a word: not a match
+        (["cycle"], "re_cycle, -cycled", ("cycle",)),  # after a hyphen: a word start
+        (["cycle"], "snake_cycle", ()),  # after an underscore: inside the word, as \b says
+        (["拉面", "cafe"], "想吃拉面 at the Café", ("拉面", "cafe")),  # the stem "caf" starts it
+        (["拉面"], "拉 面", ()),
+        (["zeta9"], "ZETA9 first, zeta9 again", ("zeta9",)),
+        ([], "anything", ()),
+    ],
+)
+def test_the_matched_terms_of_a_hit(terms, content, expected):
+    from memory.recall import term_matcher
+
+    assert term_matcher(terms)(content) == expected
+
+
+def test_matched_terms_agree_with_a_word_start_regex():
+    import random
+    import re
+
+    from memory.recall import _stem, term_matcher
+
+    rng = random.Random(5)
+    words = ["cat", "cats", "scatter", "Catalog", "dog_cat", "x-cat", "ÉCOLE", "école", "run"]
+    for _ in range(300):
+        content = " ".join(rng.choices(words, k=rng.randint(0, 6)))
+        terms = rng.sample(["cats", "école", "running", "dog"], rng.randint(1, 3))
+        oracle = tuple(
+            t for t in terms if re.search(r"\b" + re.escape(_stem(t)), content, re.IGNORECASE)
+        )
+        assert term_matcher(terms)(content) == oracle, (terms, content)
