@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
@@ -27,6 +28,7 @@ from .sql import (
     KIND_HIT,
     KIND_NEXT,
     KIND_PINNED,
+    KIND_OLDER,
     KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
@@ -140,11 +142,12 @@ class RecallRows:
 
 def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
     out = RecallRows()
+    older: list[int] = []
     for r in rows:
         kind = r[0]
         if kind == KIND_VECTOR:
             out.vectors[r[1]] = r[4]
-        elif kind in (KIND_HIT, KIND_NEXT, KIND_PREV):
+        elif kind in (KIND_HIT, KIND_NEXT, KIND_PREV, KIND_OLDER):
             turn = turn_from_row(tuple(r[_TURN]))
             out.turns.setdefault(turn.id, turn)
             if kind == KIND_HIT and r[-2] is not None:
@@ -153,6 +156,14 @@ def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
                 out.next_of[r[-1]], out.prev_of[turn.id] = turn.id, r[-1]
             elif kind == KIND_PREV:
                 out.prev_of[r[-1]], out.next_of[turn.id] = turn.id, r[-1]
+            elif kind == KIND_OLDER:
+                older.append(turn.id)
+    # A small conversation sent all its older turns (sql.WHOLE_RECALL_MESSAGES): neighbours
+    # are the turns beside each other. The newest older turn's next is in the recent window,
+    # which recall never shows.
+    older.sort()
+    for a, b in pairwise(older):
+        out.next_of[a], out.prev_of[b] = b, a
     return out
 
 
@@ -170,7 +181,7 @@ def missing_candidates(
 ) -> list[int]:
     """The turns the meaning side ranks in its top `recall_k` that the rows do not hold yet:
     the store fetches them (memory/sql.py RECALL_TURNS) before assembling."""
-    have = {r[1] for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV)}
+    have = {r[1] for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV, KIND_OLDER)}
     floor = policy.recall_weights.min_semantic
     best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
     return [i for i in best[: policy.recall_k] if i not in have]

@@ -3,7 +3,9 @@ assembly) and search hits.
 
 One statement (conversation, latest summary, recent turns, keyword hits with their neighbours,
 and the conversation's vectors when the question has one) is one snapshot and one trip to the
-reader's thread. Turns that only the meaning side found take a second statement. Everything
+reader's thread. Turns that only the meaning side found take a second statement — except in a
+conversation of at most sql.WHOLE_RECALL_MESSAGES messages, where the statement sends every
+older turn instead of the hits' neighbours (fewer rows, and no second trip). Everything
 after the rows is memory/context.py's pure assembly.
 """
 
@@ -41,6 +43,7 @@ async def read_context(
         "owner": owner,
         "now": now,
         "keep": policy.keep_recent,
+        "whole": sql.WHOLE_RECALL_MESSAGES,
     }
     if terms:
         params["match"] = recall_query(conv_id, terms)

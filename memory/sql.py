@@ -122,7 +122,8 @@ def delete_turns(count: int) -> str:
     KIND_PREV,
     KIND_VECTOR,
     KIND_PINNED,
-) = range(8)
+    KIND_OLDER,
+) = range(9)
 PINNED_COLUMNS = "id, owner, conversation_id, content, created_at, source_turn_id"
 _PINNED_WIDTH = 6
 # The conversation's pins, and the owner's "about me" pins when the owner turned them on.
@@ -133,6 +134,10 @@ _PINNED_IN_CONTEXT = (
     "OR (conversation_id IS NULL AND EXISTS (SELECT 1 FROM owner_settings "
     "WHERE owner = :owner AND about_me = 1)))"
 )
+# A conversation of at most this many messages sends all its older turns with the context
+# (KIND_OLDER rows) instead of each keyword hit with its neighbours: fewer rows than 120 hits
+# with two neighbours each, and the turns found by meaning need no second statement.
+WHOLE_RECALL_MESSAGES = 300
 _RECENT_CTE = (
     f"recent AS (SELECT {TURN_COLUMNS} FROM turns WHERE conversation_id = :conv "
     "AND compacted = 0 AND is_summary = 0 ORDER BY id DESC LIMIT :keep)"
@@ -160,14 +165,28 @@ _KEYWORD_HITS_CTE = (
     "AND t.conversation_id = :conv AND t.is_summary = 0 ORDER BY recall_fts.rank LIMIT :hits)"
 )
 # Each hit with the turns just after and just before it (a snippet is built from them).
-_HITS_AND_NEIGHBOURS = (
-    f"SELECT {KIND_HIT}, *, NULL FROM hits "
-    f"UNION ALL SELECT {KIND_NEXT}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
+_NEXT = (
+    f"SELECT {KIND_NEXT}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
     "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = :conv AND id > h.id "
-    "AND is_summary = 0 ORDER BY id LIMIT 1) "
-    f"UNION ALL SELECT {KIND_PREV}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
+    "AND is_summary = 0 ORDER BY id LIMIT 1)"
+)
+_PREV = (
+    f"SELECT {KIND_PREV}, {_TURN_COLUMNS_N}, NULL, h.id FROM hits h "
     "JOIN turns n ON n.id = (SELECT id FROM turns WHERE conversation_id = :conv AND id < h.id "
     "AND is_summary = 0 ORDER BY id DESC LIMIT 1)"
+)
+_HITS_AND_NEIGHBOURS = f"SELECT {KIND_HIT}, *, NULL FROM hits UNION ALL {_NEXT} UNION ALL {_PREV}"
+_SMALL = "(SELECT message_count FROM conversations WHERE id = :conv) <= :whole"
+# The hits, then either their neighbours or (a small conversation) every older turn: the
+# branches exclude each other, and SQLite tests the constant condition before each one runs.
+_HITS_AND_CONTEXT = (
+    f"SELECT {KIND_HIT}, *, NULL FROM hits "
+    f"UNION ALL SELECT * FROM ({_NEXT}) WHERE NOT {_SMALL} "
+    f"UNION ALL SELECT * FROM ({_PREV}) WHERE NOT {_SMALL}"
+)
+_OLDER = (
+    f"SELECT {KIND_OLDER}, {TURN_COLUMNS}, NULL, NULL FROM turns WHERE conversation_id = :conv "
+    f"AND is_summary = 0 AND id < {_BEFORE_RECENT} AND {_SMALL}"
 )
 _VECTORS = (
     f"SELECT {KIND_VECTOR}, turn_id, NULL, NULL, vector, "
@@ -177,9 +196,10 @@ _VECTORS = (
 )
 CONTEXT = f"WITH {_RECENT_CTE} {_CONTEXT_BASE}"
 CONTEXT_WITH_RECALL = (
-    f"WITH {_RECENT_CTE}, {_KEYWORD_HITS_CTE} {_CONTEXT_BASE} UNION ALL {_HITS_AND_NEIGHBOURS}"
+    f"WITH {_RECENT_CTE}, {_KEYWORD_HITS_CTE} {_CONTEXT_BASE} UNION ALL {_HITS_AND_CONTEXT} "
+    f"UNION ALL {_OLDER}"
 )
-CONTEXT_WITH_VECTORS = f"WITH {_RECENT_CTE} {_CONTEXT_BASE} UNION ALL {_VECTORS}"
+CONTEXT_WITH_VECTORS = f"WITH {_RECENT_CTE} {_CONTEXT_BASE} UNION ALL {_VECTORS} UNION ALL {_OLDER}"
 CONTEXT_WITH_RECALL_AND_VECTORS = f"{CONTEXT_WITH_RECALL} UNION ALL {_VECTORS}"
 # The turns found by meaning that the keywords did not find, with their neighbours.
 RECALL_TURNS = (
@@ -191,7 +211,8 @@ RECALL_TURNS = (
 
 def context_sql(keywords: bool, vectors: bool) -> str:
     """The context statement: with recall by keywords (:match, :hits) and/or the
-    conversation's vectors (:model)."""
+    conversation's vectors (:model); with either, every older turn of a conversation of at
+    most :whole messages (WHOLE_RECALL_MESSAGES)."""
     if keywords:
         return CONTEXT_WITH_RECALL_AND_VECTORS if vectors else CONTEXT_WITH_RECALL
     return CONTEXT_WITH_VECTORS if vectors else CONTEXT

@@ -34,6 +34,7 @@ from memory.sql import (
     KIND_HIT,
     KIND_NEXT,
     KIND_PINNED,
+    KIND_OLDER,
     KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
@@ -356,8 +357,13 @@ async def test_the_rows_real_sqlite_returns_assemble_to_what_the_store_returns(t
     params = {"conv": conv.id, "owner": "ana", "now": 4e9, "keep": SMALL.keep_recent}
     with sqlite3.connect(store.path) as db:
         db.create_function(RECALL_TEXT_FUNCTION, 2, recall_text, deterministic=True)
-        plain = db.execute(CONTEXT, params).fetchall()
+        plain = db.execute(CONTEXT, params | {"whole": 300}).fetchall()
         params.update(match=recall_query(conv.id, terms), hits=SMALL.recall_k)
-        with_recall = db.execute(CONTEXT_WITH_RECALL, params).fetchall()
-    assert assemble_context(with_recall, SMALL, terms, query=question, now=expected.now) == expected
+        # All older turns (a small conversation), or each hit with its neighbours: the same.
+        whole = db.execute(CONTEXT_WITH_RECALL, params | {"whole": 300}).fetchall()
+        hits = db.execute(CONTEXT_WITH_RECALL, params | {"whole": 0}).fetchall()
+    assert {r[0] for r in whole} >= {KIND_OLDER} and KIND_NEXT not in {r[0] for r in whole}
+    assert KIND_OLDER not in {r[0] for r in hits} and KIND_NEXT in {r[0] for r in hits}
+    for rows in (whole, hits):
+        assert assemble_context(rows, SMALL, terms, query=question, now=expected.now) == expected
     assert assemble_context(plain, SMALL).recalled == []

@@ -263,3 +263,25 @@ async def test_both_backends_recall_the_same_turns_in_the_same_order(tmp_path, p
     pairs = zip(sqlite_sent, postgres_sent, strict=True)
     for query, (on_sqlite, on_postgres) in zip(MEANING_QUERIES, pairs, strict=True):
         assert on_postgres == on_sqlite, query
+
+
+@pytest.mark.parametrize("question", ["Who did I go cycling with?", "the bicycle ride, and tax?"])
+async def test_a_small_conversation_sent_whole_recalls_as_hits_and_neighbours_do(
+    tmp_path, wordllama, monkeypatch, question
+):
+    # Up to sql.WHOLE_RECALL_MESSAGES the context statement sends every older turn; above it,
+    # each keyword hit with its neighbours, and the turns found by meaning in a second
+    # statement. Both must give the model the same thing.
+    from dataclasses import replace
+
+    from memory import sql
+
+    store = await open_store(tmp_path, embedder=wordllama)
+    try:
+        conv = await planted_conversation(store)
+        whole = await store.context("ana", conv.id, query=question)
+        monkeypatch.setattr(sql, "WHOLE_RECALL_MESSAGES", 0)
+        by_hits = await store.context("ana", conv.id, query=question)
+        assert whole.recalled and whole == replace(by_hits, now=whole.now)
+    finally:
+        await store.close()
