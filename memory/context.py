@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
-from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
@@ -138,11 +137,11 @@ class RecallRows:
     next_of: dict[int, int] = field(default_factory=dict)
     prev_of: dict[int, int] = field(default_factory=dict)
     vectors: dict[int, bytes] = field(default_factory=dict)
+    older: list[int] = field(default_factory=list)  # every older turn, when the rows hold them
 
 
 def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
     out = RecallRows()
-    older: list[int] = []
     for r in rows:
         kind = r[0]
         if kind == KIND_VECTOR:
@@ -157,13 +156,44 @@ def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
             elif kind == KIND_PREV:
                 out.prev_of[r[-1]], out.next_of[turn.id] = turn.id, r[-1]
             elif kind == KIND_OLDER:
-                older.append(turn.id)
-    # A small conversation sent all its older turns (sql.WHOLE_RECALL_MESSAGES): neighbours
-    # are the turns beside each other. The newest older turn's next is in the recent window,
-    # which recall never shows.
-    older.sort()
-    for a, b in pairwise(older):
-        out.next_of[a], out.prev_of[b] = b, a
+                out.older.append(turn.id)
+    out.older.sort()
+    return out
+
+
+def as_fetched(
+    found: RecallRows, semantic: Mapping[int, float], policy: MemoryPolicy
+) -> RecallRows:
+    """From all the older turns of a small conversation (sql.WHOLE_RECALL_MESSAGES), what the
+    hits-and-neighbours statements would have sent: the keyword hits and the best turns by
+    meaning (missing_candidates), each with the turns beside it. The cheaper rows must not
+    change what is recalled: every backend recalls the same turns from the same messages."""
+    floor = policy.recall_weights.min_semantic
+    meaning = sorted(
+        (i for i, c in semantic.items() if c >= floor and i in found.turns),
+        key=lambda i: -semantic[i],
+    )
+    out = RecallRows(ranks=found.ranks, vectors=found.vectors)
+    position = {t: k for k, t in enumerate(found.older)}
+
+    def with_neighbours(hit: int) -> None:
+        k = position.get(hit)
+        if k is None:  # not an older turn (cannot happen with the statement's bounds)
+            return
+        out.turns[hit] = found.turns[hit]
+        # The newest older turn's next is in the recent window, which recall never shows.
+        if k + 1 < len(found.older):
+            nxt = found.older[k + 1]
+            out.turns[nxt], out.next_of[hit], out.prev_of[nxt] = found.turns[nxt], nxt, hit
+        if k > 0:
+            prev = found.older[k - 1]
+            out.turns[prev], out.prev_of[hit], out.next_of[prev] = found.turns[prev], prev, hit
+
+    for hit in found.ranks:
+        with_neighbours(hit)
+    # As the second statement would: only those not already there as a hit's neighbour.
+    for hit in [i for i in meaning[: policy.recall_k] if i not in out.turns]:
+        with_neighbours(hit)
     return out
 
 
@@ -298,6 +328,8 @@ def recall_turns(
 ) -> list[RecalledTurn]:
     """The best older turns as snippets under `recall_chars`: keyword and meaning scores
     fused, each hit with the turns that make it understandable (memory/packing.py)."""
+    if found.older:
+        found = as_fetched(found, semantic, policy)
     keyword = normalise_bm25(found.ranks)
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
     scores = fuse(keyword, meaning, found.prev_of, policy.recall_weights)

@@ -265,7 +265,7 @@ async def test_both_backends_recall_the_same_turns_in_the_same_order(tmp_path, p
         assert on_postgres == on_sqlite, query
 
 
-@pytest.mark.parametrize("question", ["Who did I go cycling with?", "the bicycle ride, and tax?"])
+@pytest.mark.parametrize("question", [*MEANING_QUERIES, "the bicycle ride, and tax?"])
 async def test_a_small_conversation_sent_whole_recalls_as_hits_and_neighbours_do(
     tmp_path, wordllama, monkeypatch, question
 ):
