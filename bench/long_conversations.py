@@ -20,6 +20,8 @@ questions are asked after the last message. Five kinds, in English and Tradition
 - distractor: 8-11 other turns share the question's words but not its answer.
 
 Nothing planted sits in the last 70 messages, so no answer is in the recent window by luck.
+How a turn is answered does not say whether it holds a fact: some everyday turns get the short
+acknowledgement a fact gets, and some facts the generic reply a passing remark gets.
 
 `check()` runs on every generated conversation and raises GenerationError when a rule breaks:
 no answer appears anywhere but its evidence turns (the full transcript, dates and annotated
@@ -41,6 +43,12 @@ from bench.long_phrases import Language
 
 DAY = 86_400
 TAIL_PAIRS = 35  # the last 70 messages are filler only
+# How a fact's turn is answered must not give it away: some everyday turns get the short
+# acknowledgement a fact gets ("Got it, I'll keep that in mind."), and some facts get the
+# generic reply a passing remark gets. Otherwise "a user turn answered by an acknowledgement"
+# would find every planted fact and nothing else.
+ACK_IN_FILLER = 0.15
+ASIDE_AFTER_FACT = 0.3
 DATE_FORMAT = "%Y-%m-%d"
 FIRST_DAY = dt.datetime(2026, 1, 5, tzinfo=dt.UTC).timestamp()
 KINDS = ("paraphrase", "list", "when", "updated", "distractor")
@@ -248,7 +256,12 @@ class _Plan:
         return chosen
 
     def plant(self, pair: int, user: str, reply: str | None = None) -> int:
-        self.planted[pair] = _Planted(user, reply or self.rng.choice(self.language.acks))
+        if reply is None:  # not always a bare acknowledgement: see ACK_IN_FILLER
+            lang = self.language
+            reply = self.rng.choice(
+                lang.asides if self.rng.random() < ASIDE_AFTER_FACT else lang.acks
+            )
+        self.planted[pair] = _Planted(user, reply)
         return 2 * pair
 
 
@@ -348,6 +361,8 @@ def _filler(plan: _Plan) -> list[tuple[str, str]]:
         i = rng.randrange(len(topic.users))
         extra = rng.sample(topic.more, rng.choice((0, 1, 1, 2)))
         reply = joiner.join([topic.replies[i], *extra]) + rng.choice(lang.follow_ups)
+        if rng.random() < ACK_IN_FILLER:
+            reply = rng.choice(lang.acks)
         slots = {k: rng.choice(v) for k, v in lang.slots.items()}  # the same in both turns
         user = topic.users[i].format(**slots)
         if rng.random() < 0.5:

@@ -200,3 +200,17 @@ def test_memorys_own_date_annotation_leaks_no_answer(small_corpus):
                 if i not in q.evidence:
                     shown = timeref.annotate(m.content, m.created_at)
                     assert not any(contains(shown, t) for t in q.gold), (q.id, shown)
+
+
+def test_the_reply_to_a_turn_does_not_say_whether_it_holds_a_fact():
+    # Were a planted fact always answered by an acknowledgement, and nothing else, "user turns
+    # answered by 'Got it, I'll keep that in mind.'" would find every answer without memory.
+    for conv in corpus(seed=3, n_conversations=2, n_messages=600, per_kind=4):
+        acks = set(conv.language.acks)
+        planted = {i for q in conv.questions for i in (*q.evidence, *q.distractors)}
+        facts = [i for q in conv.questions for i in q.evidence]
+        replies = {i: conv.messages[i + 1].content for i in range(0, len(conv.messages), 2)}
+        filler_acked = [i for i, r in replies.items() if r in acks and i not in planted]
+        facts_not_acked = [i for i in facts if replies[i] not in acks]
+        assert len(filler_acked) >= 10, conv.id  # everyday turns answered the same way
+        assert facts_not_acked, conv.id  # and facts answered otherwise
