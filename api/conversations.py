@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Response
 
 from assistant.errors import StorageError
 from assistant.failopen import is_unsaved
+from assistant.records import ConversationEdit
 
 from . import schemas
 from .auth import Facade, Owner
@@ -81,23 +82,21 @@ async def get_conversation(svc: Facade, owner: Owner, conversation_id: str) -> d
 async def patch_conversation(
     svc: Facade, owner: Owner, conversation_id: str, body: schemas.ConversationPatch
 ) -> dict[str, Any]:
-    """Only the fields you send change. `retention_minutes: null` keeps it until deleted."""
+    """Only the fields you send change, all together: if one is refused (an unknown
+    persona, say), none changes. `retention_minutes: null` keeps it until deleted."""
     given = body.model_fields_set
     for name in ("title", "persona_id"):
         if name in given and getattr(body, name) is None:
             raise ApiProblem(
                 "invalid-request", f"body {name}: cannot be null; leave it out to keep it."
             )
-    conversation = await svc.get(owner, conversation_id)
-    # The persona first: it is the one change that can still be refused (unknown persona);
-    # title and retention were validated with the body.
-    if "persona_id" in given:
-        conversation = (await svc.set_persona(owner, conversation_id, body.persona_id)).conversation
-    if "title" in given:
-        conversation = await svc.rename(owner, conversation_id, body.title)
-    if "retention_minutes" in given:
-        conversation = await svc.set_retention(owner, conversation_id, body.retention_minutes)
-    return schemas.conversation_out(conversation)
+    edit = ConversationEdit(
+        title=body.title if "title" in given else None,
+        persona_id=body.persona_id if "persona_id" in given else None,
+        retention_minutes=body.retention_minutes,
+        change_retention="retention_minutes" in given,
+    )
+    return schemas.conversation_out(await svc.update(owner, conversation_id, edit))
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204, summary="Delete a conversation")

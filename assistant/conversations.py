@@ -47,6 +47,7 @@ from personas.loader import dump_persona_mapping
 
 from . import tokens
 from .chat import ChatEvent, ChatService, Preview, check_message
+from .edits import ConversationEdits
 from .errors import (
     SHUTTING_DOWN,
     InvalidInput,
@@ -162,8 +163,9 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
     )
 
 
-class Conversations(MemoryControls, RoundtableOps):
-    """Conversations, their memory (MemoryControls), the chat turn, personas, for one app."""
+class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
+    """Conversations, their memory (MemoryControls), edits in one statement (ConversationEdits),
+    the chat turn, personas, for one app."""
 
     def __init__(self, service: ChatService, roundtables: RoundtableRegistry | None = None) -> None:
         self.service = service

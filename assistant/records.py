@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memory import Conversation, MemoryStatus, ResetResult, SearchHit, Turn
+from memory import Conversation, ConversationEdit, MemoryStatus, ResetResult, SearchHit, Turn
 from personas import PersonaVersion, Roundtable, render_greeting
 
 from .chat import Preview
@@ -18,6 +18,7 @@ from .roundtable import ROUNDTABLE_PREFIX
 
 __all__ = [
     "Conversation",
+    "ConversationEdit",
     "FormResult",
     "MemoryStatus",
     "OpenConversation",

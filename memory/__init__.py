@@ -9,6 +9,7 @@ summary, recalled turns).
 
 from .backend import MemoryBackend, open_store
 from .context import MEMORY_NOTE_HEADER, assemble_context, render_memory, render_messages
+from .edits import ConversationEdit
 from .errors import (
     ArchiveRefused,
     ConversationNotFound,
@@ -66,6 +67,7 @@ __all__ = [
     "ArchiveRefused",
     "ContextWindow",
     "Conversation",
+    "ConversationEdit",
     "ConversationNotFound",
     "ConversationStore",
     "Embedder",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote
 
+from .edits import ConversationEdit
 from .errors import UnsupportedStore
 from .policy import MemoryPolicy
 from .records import (
@@ -60,6 +61,10 @@ class MemoryBackend(Protocol):
     async def get_conversation(self, owner: str, conv_id: str) -> Conversation: ...
 
     async def list_conversations(self, owner: str, limit: int = 100) -> list[Conversation]: ...
+
+    async def update_conversation(
+        self, owner: str, conv_id: str, edit: ConversationEdit
+    ) -> Conversation: ...
 
     async def rename_conversation(self, owner: str, conv_id: str, title: str) -> Conversation: ...
 

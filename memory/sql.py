@@ -42,9 +42,6 @@ INSERT_CONVERSATION = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 DELETE_CONVERSATION = "DELETE FROM conversations WHERE id = ?"
-RENAME_CONVERSATION = "UPDATE conversations SET title = ? WHERE id = ?"
-SET_PERSONA = "UPDATE conversations SET persona_id = ?, persona_version = ? WHERE id = ?"
-SET_RETENTION = "UPDATE conversations SET retention_minutes = ?, expires_at = ? WHERE id = ?"
 
 
 # -- turns ------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ import aiosqlite
 
 from . import compaction, imports, retention, sql
 from .connection import Connections
+from .edits import ConversationEdit, edit_columns
 from .errors import (
     NOT_FOUND_MESSAGE,
     ConversationNotFound,
@@ -200,36 +201,34 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         )
         return [sql.conversation_from_row(r) for r in rows]
 
-    async def _update_conversation(
-        self, owner: str, conv_id: str, statement: str, params: tuple[object, ...]
+    async def update_conversation(
+        self, owner: str, conv_id: str, edit: ConversationEdit
     ) -> Conversation:
-        """Run one of sql's `UPDATE conversations SET ... WHERE id = ?` on a visible one."""
+        """Every change in `edit` in one UPDATE: all of them, or (one refused) none."""
+        columns = edit_columns(edit, self._clock())
         async with self._db.write() as db:
             await self._visible(db, owner, conv_id)
-            await db.execute(statement, (*params, conv_id))
+            if columns:
+                assignments = ", ".join(f"{name} = ?" for name in columns)
+                await db.execute(
+                    f"UPDATE conversations SET {assignments} WHERE id = ?",
+                    (*columns.values(), conv_id),
+                )
             return await self._visible(db, owner, conv_id)
 
     async def rename_conversation(self, owner: str, conv_id: str, title: str) -> Conversation:
-        return await self._update_conversation(
-            owner, conv_id, sql.RENAME_CONVERSATION, (clean_title(title),)
-        )
+        return await self.update_conversation(owner, conv_id, ConversationEdit(title=title))
 
     async def set_persona(
         self, owner: str, conv_id: str, persona_id: str, persona_version: int | None = None
     ) -> Conversation:
-        return await self._update_conversation(
-            owner, conv_id, sql.SET_PERSONA, (persona_id, persona_version)
-        )
+        edit = ConversationEdit(persona_id=persona_id, persona_version=persona_version)
+        return await self.update_conversation(owner, conv_id, edit)
 
     async def set_retention(self, owner: str, conv_id: str, minutes: int | None) -> Conversation:
         """Forget the conversation after `minutes` idle (None: keep). Counts from now."""
-        check_retention(minutes)
-        return await self._update_conversation(
-            owner,
-            conv_id,
-            sql.SET_RETENTION,
-            (minutes, retention.expires_at(minutes, self._clock())),
-        )
+        edit = ConversationEdit(retention_minutes=minutes, change_retention=True)
+        return await self.update_conversation(owner, conv_id, edit)
 
     async def delete_conversation(self, owner: str, conv_id: str) -> None:
         async with self._db.write() as db:

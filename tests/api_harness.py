@@ -28,6 +28,7 @@ class ApiServer:
         quota_per_hour: int | None = None,
         admin_token: str | None = None,
         monkeypatch: Any = None,
+        database_url: str | None = None,
     ) -> None:
         if admin_token is not None:
             monkeypatch.setenv("MNEMO_ADMIN_TOKEN", admin_token)
@@ -35,6 +36,7 @@ class ApiServer:
             data_dir,
             model=GeminiModel("test-key", base_url=gemini_url),
             quota_per_hour=quota_per_hour,
+            database_url=database_url,
         )
         self.web = app.web_app(self.rt)
         self.server = WebServer(self.web).start()

@@ -9,6 +9,7 @@ import pytest
 
 from assistant.failopen import FALLBACKS, FailOpenStore
 from memory import (
+    ConversationEdit,
     ConversationNotFound,
     ConversationStore,
     EmptyMessage,
@@ -98,6 +99,7 @@ FAILS_CLOSED = {
     "rename_conversation": ("ana", "c", "New name"),
     "set_persona": ("ana", "c", "finance"),
     "set_retention": ("ana", "c", 30),
+    "update_conversation": ("ana", "c", ConversationEdit(title="New name")),
     "delete_conversation": ("ana", "c"),
     "reset": ("ana", "c"),
     "undo": ("ana", "c"),

@@ -41,6 +41,7 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from ..edits import ConversationEdit, edit_columns
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, InvalidRole, StorageUnavailable
 from ..policy import MemoryPolicy
 from ..records import Conversation, Origin, Outcome, ResetResult, Turn, TurnMetrics
@@ -216,43 +217,37 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         await self._maybe_purge()
         return conversation_from_row(rows[0])
 
-    async def _update_conversation(
-        self, owner: str, conv_id: str, assignments: str, params: dict[str, object]
+    async def update_conversation(
+        self, owner: str, conv_id: str, edit: ConversationEdit
     ) -> Conversation:
+        """Every change in `edit` in one UPDATE: all of them, or (one refused) none."""
+        check_text(edit.title, edit.persona_id)
+        columns = edit_columns(edit, self._clock())
+        if not columns:
+            return await self.get_conversation(owner, conv_id)
+        assignments = ", ".join(f"{name} = %({name})s" for name in columns)
         rows = await self._fetch(
             f"UPDATE conversations SET {assignments} WHERE id = %(conv)s AND owner = %(owner)s "
             f"AND {sql.VISIBLE} RETURNING {sql.CONVERSATION_COLUMNS}",
-            {**params, "conv": conv_id, "owner": owner, "now": self._clock()},
+            {**columns, "conv": conv_id, "owner": owner, "now": self._clock()},
         )
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         return conversation_from_row(rows[0])
 
     async def rename_conversation(self, owner: str, conv_id: str, title: str) -> Conversation:
-        title = clean_title(title)
-        check_text(title)
-        return await self._update_conversation(owner, conv_id, "title = %(t)s", {"t": title})
+        return await self.update_conversation(owner, conv_id, ConversationEdit(title=title))
 
     async def set_persona(
         self, owner: str, conv_id: str, persona_id: str, persona_version: int | None = None
     ) -> Conversation:
-        check_text(persona_id)
-        return await self._update_conversation(
-            owner,
-            conv_id,
-            "persona_id = %(p)s, persona_version = %(v)s",
-            {"p": persona_id, "v": persona_version},
-        )
+        edit = ConversationEdit(persona_id=persona_id, persona_version=persona_version)
+        return await self.update_conversation(owner, conv_id, edit)
 
     async def set_retention(self, owner: str, conv_id: str, minutes: int | None) -> Conversation:
         """Forget the conversation after `minutes` idle (None: keep). Counts from now."""
-        check_retention(minutes)
-        return await self._update_conversation(
-            owner,
-            conv_id,
-            "retention_minutes = %(m)s, expires_at = %(e)s",
-            {"m": minutes, "e": expires_at(minutes, self._clock())},
-        )
+        edit = ConversationEdit(retention_minutes=minutes, change_retention=True)
+        return await self.update_conversation(owner, conv_id, edit)
 
     async def delete_conversation(self, owner: str, conv_id: str) -> None:
         rows = await self._fetch(
