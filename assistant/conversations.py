@@ -164,8 +164,7 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
 
 
 class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
-    """Conversations, their memory (MemoryControls), edits in one statement (ConversationEdits),
-    the chat turn, personas, for one app."""
+    """Conversations, edits, their memory, the chat turn, personas, for one app."""
 
     def __init__(self, service: ChatService, roundtables: RoundtableRegistry | None = None) -> None:
         self.service = service
@@ -237,8 +236,7 @@ class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
             return await self.store.set_retention(owner, conv_id, minutes)
 
     async def set_persona(self, owner: str, conv_id: str, persona_id: str) -> PersonaChange:
-        """Answer with another persona (or a roundtable: `roundtable:<id>`) from the next
-        message on."""
+        """Answer with another persona (or roundtable: `roundtable:<id>`) from the next message."""
         with user_errors("change the persona"):
             chosen, info = await self._choice(owner, persona_id)
             conversation = await self.store.get_conversation(owner, conv_id)
