@@ -53,7 +53,6 @@ from .edits import ConversationEdit, edit_columns
 from .errors import (
     NOT_FOUND_MESSAGE,
     ConversationNotFound,
-    InvalidRole,
     StorageUnavailable,
 )
 from .policy import MemoryPolicy, database_path
@@ -255,9 +254,7 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
         `origin="tool"`: a tool note (a user turn); `outcome` and its note say how a reply
         ended when not as planned (then incomplete)."""
-        validate_message(role, content, speaker)
-        if origin is not None and (origin, role) != ("tool", "user"):
-            raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
+        validate_message(role, content, speaker, origin)
         outcome_note = check_outcome(outcome, outcome_note)
         incomplete = incomplete or outcome is not None
         now = self._clock()

@@ -34,11 +34,15 @@ def check_message(content: str) -> None:
         raise MessageTooLong(len(content), MAX_MESSAGE_CHARS)
 
 
-def validate_message(role: str, content: str, speaker: str | None = None) -> None:
-    """Raise InvalidRole, EmptyMessage, MessageTooLong or InvalidInput (a bad speaker);
-    nothing is stored when it raises."""
+def validate_message(
+    role: str, content: str, speaker: str | None = None, origin: str | None = None
+) -> None:
+    """Raise InvalidRole (also for a tool note that is not a user turn), EmptyMessage,
+    MessageTooLong or InvalidInput (a bad speaker); nothing is stored when it raises."""
     if role not in ROLES:
         raise InvalidRole(f'Role is {role!r}; a message is either "user" or "assistant".')
+    if origin is not None and (origin, role) != ("tool", "user"):
+        raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
     check_message(content)
     check_speaker(role, speaker)
 

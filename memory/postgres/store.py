@@ -42,7 +42,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from ..edits import ConversationEdit, edit_columns
-from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, InvalidRole, StorageUnavailable
+from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound, StorageUnavailable
 from ..policy import MemoryPolicy
 from ..records import Conversation, Origin, Outcome, ResetResult, Turn, TurnMetrics
 from ..retention import PURGE_CONVERSATIONS, PURGE_TURNS, expires_at, purge_due
@@ -278,9 +278,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
         `origin="tool"`: a tool note (a user turn); `outcome` and its note say how a reply
         ended when not as planned (then incomplete)."""
-        validate_message(role, content, speaker)
-        if origin is not None and (origin, role) != ("tool", "user"):
-            raise InvalidRole('Only a "user" turn can be a tool note (origin="tool").')
+        validate_message(role, content, speaker, origin)
         outcome_note = check_outcome(outcome, outcome_note)
         incomplete = incomplete or outcome is not None
         check_text(content, speaker, outcome_note)
