@@ -74,7 +74,13 @@ class AppendQueue:
             # An equal share for each drain running, so the batches go out in parallel on
             # their own connections (the server has more than one core to run them on).
             share = min(MAX_BATCH, -(-len(self._pending) // len(self._tasks)))
-            batch, self._pending = self._pending[:share], self._pending[share:]
+            batch, rest = self._pending[:share], self._pending[share:]
+            # A conversation's appends go in one batch, in the order they came: split over
+            # two batches in flight, the later one could take the row lock first and be
+            # written before the earlier.
+            convs = {params["conv"] for params, _ in batch}
+            batch += [item for item in rest if item[0]["conv"] in convs]
+            self._pending = [item for item in rest if item[0]["conv"] not in convs]
             try:
                 results = await self._run([p for p, _ in batch])
             except StorageUnavailable as exc:
