@@ -117,7 +117,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
 
 def web_app(rt: Runtime, demo: gr.Blocks | None = None) -> FastAPI:
     """One ASGI app: the HTTP API at /api/v1 and the Gradio UI at "/" (see api/server.py)."""
-    web = create_web_app(rt, config.admin_token())
+    web = create_web_app(rt, config.admin_token(), config.sse_heartbeat_s())
     demo = demo if demo is not None else build_demo(rt)
     return gr.mount_gradio_app(
         web,

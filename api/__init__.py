@@ -35,16 +35,21 @@ conversations and personas, nobody else's.
 **Replies** to `POST /conversations/{id}/messages` stream as server-sent events (`delta`
 events, then one `done` event), or come as one JSON body with `Accept: application/json`
 or `?stream=false`. Your message is saved before the model is called; if you disconnect,
-the reply still finishes and is saved.
+the reply still finishes and is saved. While the model is silent, the stream sends a
+comment line (`: keep-alive`) every 15 seconds (`MNEMO_SSE_HEARTBEAT`), so proxies keep it.
 
 **Errors** are problem documents (`application/problem+json`): `type`, `title`, `status`,
 `detail` (the advice the app shows), sometimes `errors` (field, message, line, column).
 """
 
 
-def create_api(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
+def create_api(
+    runtime: Runtime,
+    admin_token: str | None = None,
+    heartbeat_s: float = messages.HEARTBEAT_S,
+) -> FastAPI:
     """The API as an ASGI app to mount at /api/v1 (routes are relative to it), calling the
-    runtime's `Conversations` facade."""
+    runtime's `Conversations` facade. `heartbeat_s`: see api/messages.py."""
     api = FastAPI(
         title="Mnemo API",
         version=VERSION,
@@ -55,6 +60,7 @@ def create_api(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
     )
     api.state.runtime = runtime
     api.state.admin_token = admin_token
+    api.state.heartbeat_s = heartbeat_s
     api.state.turns = messages.Turns()
     api.add_exception_handler(problems.ApiProblem, problems.on_error)
     api.add_exception_handler(UserError, problems.on_error)
@@ -72,13 +78,17 @@ def create_api(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
     return api
 
 
-def create_web_app(runtime: Runtime, admin_token: str | None = None) -> FastAPI:
+def create_web_app(
+    runtime: Runtime,
+    admin_token: str | None = None,
+    heartbeat_s: float = messages.HEARTBEAT_S,
+) -> FastAPI:
     """The server's root app: the API at /api/v1; mount the UI at "/" afterwards.
 
     On shutdown, replies still streaming finish and are saved, then the runtime closes (its
     background work done, the store closed).
     """
-    api = create_api(runtime, admin_token)
+    api = create_api(runtime, admin_token, heartbeat_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

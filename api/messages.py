@@ -3,6 +3,7 @@
     event: delta   data: {"text": "..."}          a piece of the reply, as it arrives
     event: done    data: ReplyOut                  model, usage, memory status (always last)
     event: error   data: a problem document        the model failed part-way
+    : keep-alive                                   a comment: the model is still silent
 
 A conversation whose persona is a roundtable is answered by each speaker in turn:
 
@@ -19,6 +20,12 @@ it. Errors found before the first piece of the reply (bad input, quota, unknown
 conversation, the model refusing to start) are a 4xx/5xx problem document instead of a
 stream. Messages to one conversation are answered one at a time, in the order they came (the
 facade's turn lock, shared with the UI).
+
+Heartbeats: proxies (nginx, a Space's, a load balancer) drop a connection that stays silent for
+a minute or so, and a model can think that long. After `heartbeat_s` (15 s by default,
+MNEMO_SSE_HEARTBEAT) without an event, the stream sends an SSE comment, which clients ignore.
+That includes the wait for the first event: the response then starts as a stream, so a model
+that fails to start after that long ends the stream with `event: error`, not a status code.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ log = logging.getLogger("mnemo.api")
 router = APIRouter(tags=["messages"])
 
 DRAIN_S = 60.0  # at shutdown, how long replies still running may take to finish and save
+HEARTBEAT_S = 15.0  # silence before a stream sends a keep-alive (assistant.config.sse_heartbeat_s)
+KEEP_ALIVE = b": keep-alive\n\n"
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,30 @@ class _Failed:
 
 
 _END = object()
+_SILENT = object()  # no event for a heartbeat interval
+
+
+class _Events:
+    """The next event of a reply's queue, or _SILENT after `heartbeat_s` without one (None:
+    wait as long as it takes). A get that timed out keeps its place, so no event is lost."""
+
+    def __init__(self, queue: asyncio.Queue[Any], heartbeat_s: float | None) -> None:
+        self._queue = queue
+        self._heartbeat_s = heartbeat_s
+        self._get: asyncio.Future[Any] | None = None
+
+    async def next(self) -> Any:
+        if self._get is None:
+            self._get = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({self._get}, timeout=self._heartbeat_s)
+        if not done:
+            return _SILENT
+        item, self._get = self._get.result(), None
+        return item
+
+    def close(self) -> None:
+        if self._get is not None:
+            self._get.cancel()
 
 
 class Turns:
@@ -204,30 +237,44 @@ def _one_reply(svc: Conversations, event: Done | Cleared) -> dict[str, Any]:
 
 
 async def _stream(
-    svc: Conversations, owner: str, conversation_id: str, started: list[Any], queue: Any
+    svc: Conversations,
+    owner: str,
+    conversation_id: str,
+    started: list[Any],
+    events: _Events,
 ) -> AsyncIterator[bytes]:
     said = _Said()
     items = list(started)
-    while True:
-        item = items.pop(0) if items else await queue.get()
-        if item is _END:
-            return
-        frame = said.frame(item)
-        if frame is not None:
-            yield _sse(*frame)
-        elif isinstance(item, FINAL):
-            yield _sse("done", await _final(svc, owner, conversation_id, item, said))
-        elif isinstance(item, _Failed):
-            yield _sse("error", problem_of(item.error))
+    try:
+        while True:
+            item = items.pop(0) if items else await events.next()
+            if item is _END:
+                return
+            frame = said.frame(item)
+            if item is _SILENT:
+                yield KEEP_ALIVE
+            elif frame is not None:
+                yield _sse(*frame)
+            elif isinstance(item, FINAL):
+                yield _sse("done", await _final(svc, owner, conversation_id, item, said))
+            elif isinstance(item, _Failed):
+                yield _sse("error", problem_of(item.error))
+    finally:  # also when the client went away: the reply's own task goes on (see above)
+        events.close()
 
 
-async def _started(queue: Any) -> list[Any]:
+async def _started(events: _Events) -> list[Any]:
     """The turn's first events, up to its first piece of reply or its end: a roundtable
     announces a speaker before the model is called, and a failure there (the quota, the model
-    refusing) is still an error before the reply starts — a status code, not a stream."""
-    started = [await queue.get()]
-    while isinstance(started[-1], Speaking):
-        started.append(await queue.get())
+    refusing) is still an error before the reply starts — a status code, not a stream. After a
+    heartbeat interval of silence the reply starts as a stream (see the module docstring)."""
+    try:
+        started = [await events.next()]
+        while isinstance(started[-1], Speaking):
+            started.append(await events.next())
+    except BaseException:  # the client went away before the reply began
+        events.close()
+        raise
     if isinstance(started[-1], _Failed):
         raise started[-1].error
     if started[-1] is _END:  # the service always ends a turn with a final event
@@ -266,18 +313,22 @@ async def send(
     conversation_id: str,
     body: schemas.SendIn,
     stream: Annotated[
-        bool | None, Query(description="false: one JSON body (also `Accept: application/json`).")
+        bool | None,
+        Query(description="false: one JSON body (also `Accept: application/json`)."),
     ] = None,
 ) -> Any:
     """Your message is saved first; then the reply streams as `delta` events and a final
     `done` event (a roundtable: `speaker_start`, `delta`s and `speaker_end` for each speaker,
-    then `done`). If you disconnect, the reply still finishes and is saved."""
+    then `done`), with a `: keep-alive` comment whenever the model is silent for 15 s. If you
+    disconnect, the reply still finishes and is saved."""
     streaming = _wants_stream(request.headers.get("accept"), stream)
     queue = request.app.state.turns.start(svc.send(owner, conversation_id, body.text))
-    started = await _started(queue)
+    # No heartbeats in JSON: nothing is sent before the end.
+    events = _Events(queue, request.app.state.heartbeat_s if streaming else None)
+    started = await _started(events)
     if streaming:
         return StreamingResponse(
-            _stream(svc, owner, conversation_id, started, queue),
+            _stream(svc, owner, conversation_id, started, events),
             media_type="text/event-stream",
             # No caching, and no buffering by a proxy in front (nginx, a Space's): each event
             # should reach the client as it is written.

@@ -10,6 +10,7 @@ MNEMO_HOST            address the app listens on              (0.0.0.0 on a Spac
 MNEMO_PORT            port the app listens on                          (7860)
 MNEMO_SECRET          secret for owner ids; unset = generated once in the data dir
 MNEMO_SHUTDOWN_GRACE  seconds a streaming reply may take to finish on SIGTERM     (5)
+MNEMO_SSE_HEARTBEAT   seconds of model silence before an API stream sends a keep-alive (15)
 MNEMO_DATABASE_URL    postgresql:// URL: memory shared by several replicas (unset: SQLite)
 """
 
@@ -121,6 +122,24 @@ def shutdown_grace_s(value: float | str | None = None) -> float:
         ) from None
     if not 0 <= seconds <= 300:
         raise ConfigError(f"MNEMO_SHUTDOWN_GRACE must be between 0 and 300 seconds, not {raw}.")
+    return seconds
+
+
+def sse_heartbeat_s(value: float | str | None = None) -> float:
+    """How long an API reply stream may stay silent (the model thinking) before it sends a
+    keep-alive comment, so proxies keep the connection: argument, else $MNEMO_SSE_HEARTBEAT,
+    else 15 seconds."""
+    raw = value if value is not None else _env("MNEMO_SSE_HEARTBEAT") or 15
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"MNEMO_SSE_HEARTBEAT must be a number of seconds, not {raw!r}."
+        ) from None
+    if not 0 < seconds <= 300:
+        raise ConfigError(
+            f"MNEMO_SSE_HEARTBEAT must be above 0 and at most 300 seconds, not {raw}."
+        )
     return seconds
 
 

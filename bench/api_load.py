@@ -15,6 +15,8 @@ closed loop: N messages always in flight, the server never idle). Scenarios:
   gradio_client (queue join + SSE), as the UI's messages travel.
 - API, instant model, paced: each client waits 1 s between messages (people and bots do),
   so the server is not saturated.
+- API, instant model, one client at a time (10 clients in turn): one message at a time, the
+  server otherwise idle — the baseline, in the same run, for the loaded rows' first byte.
 
 Afterwards every conversation is read back from SQLite: each message sent must be stored
 exactly once, in its own conversation, followed by its own reply (0 lost, 0 duplicated,
@@ -236,11 +238,12 @@ def verify(db_path: Path, clients: list[Client]) -> dict[str, int]:
 
 
 async def scenario(
-    config: BenchConfig, index: int, name: str, model: str, path: str, pace: float
+    config: BenchConfig, index: int, name: str, model: str, path: str, pace: float, alone: bool
 ) -> Run:
     """One row: `model` is "instant", "stream" (instant first chunk, 1 s streams) or
-    "gemini"; `path` "api" or "ui"; `pace` seconds between a client's messages."""
-    clients_n = config.pick(50, 10, 3)
+    "gemini"; `path` "api" or "ui"; `pace` seconds between a client's messages; `alone`: the
+    clients one after another, so one message at a time (a fifth of them: 200 messages)."""
+    clients_n = config.pick(50, 10, 3) // (5 if alone else 1)
     messages = config.pick(20, 5, 2)
     data = config.work_dir / f"api-load-{index}"
     clients = await prepare(data, clients_n, name.split()[0].lower())
@@ -254,7 +257,15 @@ async def scenario(
             args = ["--data", str(data), "--model", "gemini", "--gemini-url", gemini]
         url = stack.enter_context(process(*args))
         await warm_up(url, data)
-        if path == "api":
+        if alone:
+            for client in clients:
+                one = Run(name)
+                await run_api(url, [client], messages, pace, one)
+                run.first_byte += one.first_byte
+                run.whole += one.whole
+                run.errors += one.errors
+                run.seconds += one.seconds
+        elif path == "api":
             await run_api(url, clients, messages, pace, run)
         else:
             await run_ui(url, clients, messages, run)
@@ -265,12 +276,14 @@ async def scenario(
     return run
 
 
+BASELINE = "API · instant model · one client at a time (baseline)"
 SCENARIOS = [
-    ("API · instant model", "instant", "api", 0.0),
-    (f"API · instant first chunk, {STREAM_S:.0f} s streams", "stream", "api", 0.0),
-    ("API · fake Gemini", "gemini", "api", 0.0),
-    ("Gradio queue (gradio_client) · instant model", "instant", "ui", 0.0),
-    (f"API · instant model · {PACE_S:.0f} s between messages", "instant", "api", PACE_S),
+    (BASELINE, "instant", "api", 0.0, True),
+    ("API · instant model", "instant", "api", 0.0, False),
+    (f"API · instant first chunk, {STREAM_S:.0f} s streams", "stream", "api", 0.0, False),
+    ("API · fake Gemini", "gemini", "api", 0.0, False),
+    ("Gradio queue (gradio_client) · instant model", "instant", "ui", 0.0, False),
+    (f"API · instant model · {PACE_S:.0f} s between messages", "instant", "api", PACE_S, False),
 ]
 
 
@@ -292,11 +305,11 @@ async def run(config: BenchConfig) -> None:
         ],
     )
     runs, chosen = [], []
-    for index, (name, model, path, pace) in enumerate(SCENARIOS):
-        if config.size == "tiny" and (pace or model == "stream"):
+    for index, (name, model, path, pace, alone) in enumerate(SCENARIOS):
+        if config.size == "tiny" and (pace or model == "stream" or alone):
             continue  # the smoke test runs the three paths once, briefly
         chosen.append(SCENARIOS[index])
-        result = await scenario(config, index, name, model, path, pace)
+        result = await scenario(config, index, name, model, path, pace, alone)
         runs.append(result)
         c = result.check
         table.add(
@@ -315,12 +328,21 @@ async def run(config: BenchConfig) -> None:
     verdicts = []
     unpaced_api = [
         r
-        for (_, model, path, pace), r in zip(chosen, runs, strict=True)
-        if path == "api" and model != "gemini" and not pace
+        for (_, model, path, pace, alone), r in zip(chosen, runs, strict=True)
+        if path == "api" and model != "gemini" and not pace and not alone
     ]
+    baseline = next((r for r in runs if r.name == BASELINE), None)
     for result in unpaced_api:  # the closed loop, and the open streams (when run)
         p99 = percentile(result.first_byte, 99) * 1000
-        verdicts.append(f"{result.name}: {p99:.0f} ms — {'met' if p99 <= 50 else 'missed'}")
+        verdict = f"{result.name}: {p99:.0f} ms — {'met' if p99 <= 50 else 'missed'}"
+        if baseline is not None and baseline.first_byte:
+            alone_p50 = percentile(baseline.first_byte, 50) * 1000
+            alone_p99 = percentile(baseline.first_byte, 99) * 1000
+            verdict += (
+                f" (p50 {percentile(result.first_byte, 50) * 1000:.1f} ms; one client alone: "
+                f"p50 {alone_p50:.1f}, p99 {alone_p99:.1f} ms, so p99 {p99 / alone_p99:.1f}×)"
+            )
+        verdicts.append(verdict)
     notes = [
         table,
         f"Target: time to first streamed byte added by the server, p99 ≤ 50 ms at "

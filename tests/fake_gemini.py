@@ -117,6 +117,7 @@ class Reply:
     prompt_tokens: int = 11
     output_tokens: int | None = None  # default: one per word
     chunk_delay: float = 0.0
+    first_delay: float = 0.0  # stream only: silence before the first chunk (a model thinking)
     break_after: int | None = None  # stream only: close the connection after this many chunks
     gate: threading.Event | None = None  # stream only: wait for it before sending chunk 2 onwards
     # Function calls the model makes, sent with the last chunk: [{"name": ..., "args": {...}}].
@@ -363,6 +364,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        if scripted.first_delay:
+            time.sleep(scripted.first_delay)
         for index, payload in enumerate(payloads):
             if scripted.break_after is not None and index >= scripted.break_after:
                 # Drop the connection without the terminating chunk: a broken stream.
