@@ -34,6 +34,8 @@ from assistant.errors import (
     PersonaRefused,
     PersonaUnavailable,
     QuotaExceeded,
+    RoundtableNotFound,
+    RoundtableUnavailable,
     StorageError,
     UserError,
 )
@@ -84,6 +86,11 @@ PROBLEMS: dict[str, ProblemType] = {
     "model-refused": ProblemType(
         422, "The assistant could not answer", "The model's safety filters blocked the message."
     ),
+    "roundtable-unavailable": ProblemType(
+        409,
+        "Roundtable unavailable",
+        "The roundtable names personas you do not have, or its veto rule cannot be applied.",
+    ),
     "model-unavailable": ProblemType(
         502, "The assistant could not answer", "The model failed or could not be reached."
     ),
@@ -115,6 +122,9 @@ ERRORS: list[tuple[type[UserError], str, Callable[[BaseException], dict[str, Any
     (NothingToRetry, "refused", None),
     (BlockedBySafety, "model-refused", None),
     (StorageError, "storage-unavailable", None),
+    # A roundtable that is unknown or cannot be used is the user's to fix, not the model's.
+    (RoundtableNotFound, "not-found", None),
+    (RoundtableUnavailable, "roundtable-unavailable", None),
     (AssistantError, "model-unavailable", None),
     (NotFound, "not-found", None),
     (PersonaUnavailable, "not-found", None),

@@ -93,6 +93,13 @@ class RoundtableUnavailable(AssistantError):
     title = "Roundtable unavailable"
 
 
+class RoundtableNotFound(RoundtableUnavailable):
+    """No roundtable by that id for this owner (neither built in nor saved by them)."""
+
+    kind = "roundtable_not_found"
+    title = "Roundtable not found"
+
+
 class ConfigError(AssistantError):
     """A setting is missing or malformed (e.g. MNEMO_MODEL=gemini without a key)."""
 

@@ -31,6 +31,7 @@ from memory.context import render_messages
 from personas import (
     Persona,
     PersonaError,
+    PersonaNotFound,
     Roundtable,
     RoundtableRegistry,
     VetoConfigError,
@@ -53,7 +54,7 @@ from .chat import (
     compose_system,
     is_reset_command,
 )
-from .errors import NothingToRetry, RoundtableUnavailable, StorageError
+from .errors import NothingToRetry, RoundtableNotFound, RoundtableUnavailable, StorageError
 from .models import Message
 from .turn_state import ReplyState
 
@@ -71,6 +72,15 @@ def roundtable_id_of(persona_id: str | None) -> str | None:
     if persona_id and persona_id.startswith(ROUNDTABLE_PREFIX):
         return persona_id[len(ROUNDTABLE_PREFIX) :]
     return None
+
+
+def unreadable_roundtable(roundtable_id: str, exc: PersonaError) -> RoundtableUnavailable:
+    """The error for a roundtable the registry could not give: an unknown id is "not found"
+    (a 404 over the API, like an unknown persona), anything else "unavailable"."""
+    message = f"No roundtable {roundtable_id!r}: pick another one, or a single persona."
+    if isinstance(exc, PersonaNotFound):
+        return RoundtableNotFound(message)
+    return RoundtableUnavailable(message)
 
 
 @dataclass(frozen=True)
@@ -265,9 +275,7 @@ class RoundtableRunner:
         try:
             found = self.roundtables.get(owner, roundtable_id)
         except PersonaError as exc:
-            raise RoundtableUnavailable(
-                f"No roundtable {roundtable_id!r}: pick another one, or a single persona."
-            ) from exc
+            raise unreadable_roundtable(roundtable_id, exc) from exc
         board: Roundtable = found.persona  # type: ignore[assignment]
         known = {p.id: p for p in self.service.personas.list(owner)}
         missing = missing_members(board, known)

@@ -26,7 +26,7 @@ from .chat import ChatService, Preview
 from .errors import InvalidPersonaYaml, RoundtableUnavailable
 from .failopen import FailOpenStore
 from .records import PersonaInfo, RoundtableDocument, RoundtableDraft, RoundtableInfo
-from .roundtable import RoundtableRunner, roundtable_id_of
+from .roundtable import RoundtableRunner, roundtable_id_of, unreadable_roundtable
 
 T = TypeVar("T")
 
@@ -110,9 +110,7 @@ class RoundtableOps:
         try:
             found = await self._personas(self.roundtable_registry.get, owner, roundtable_id)
         except PersonaError as exc:
-            raise RoundtableUnavailable(
-                f"No roundtable {roundtable_id!r}: pick another one, or a single persona."
-            ) from exc
+            raise unreadable_roundtable(roundtable_id, exc) from exc
         info = RoundtableInfo.of(found, await self._by_id(owner))
         if strict and not info.available:
             raise RoundtableUnavailable(info.problem or "This roundtable cannot be used.")

@@ -72,8 +72,7 @@ def test_title_persona_and_retention_change_together(ana):
     [
         ({"title": "A good title", "persona_id": "no-such-persona"}, 404),
         ({"title": "A good title", "retention_minutes": 5, "persona_id": "../etc"}, 404),
-        # (an unknown roundtable is "unavailable", as when creating a conversation with one)
-        ({"persona_id": "roundtable:no-such-board", "title": "Another good one"}, 502),
+        ({"persona_id": "roundtable:no-such-board", "title": "Another good one"}, 404),
     ],
 )
 def test_an_unknown_persona_leaves_the_other_changes_unmade(ana, body, status):

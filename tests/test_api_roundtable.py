@@ -146,3 +146,49 @@ def test_the_quota_counts_every_speakers_reply(tmp_path, fake):
             assert len(replies) == 6  # 4 + 2: nothing past the quota reached the model
     finally:
         s.stop()
+
+
+def problem(response, status: int, slug: str) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    doc = response.json()
+    assert doc["type"] == f"/api/v1/problems#{slug}" and doc["status"] == status
+    return doc
+
+
+@pytest.mark.parametrize("ref", ["roundtable:no_such_board", "roundtable:", "roundtable:../erp"])
+def test_an_unknown_roundtable_is_not_found_and_nothing_is_saved(server, fake, ref):
+    """As an unknown persona: 404 with what to do, no conversation created or changed, and
+    the model never asked (it used to be a 502, as if the model had failed)."""
+    calls = len(fake.requests)
+    with server.client(server.token("b-" + secrets.token_urlsafe(18))) as client:
+        doc = problem(client.post("/conversations", json={"persona_id": ref}), 404, "not-found")
+        assert doc["title"] == "Roundtable not found"
+        assert "pick another one, or a single persona" in doc["detail"]
+        assert client.get("/conversations").json() == []
+        cid = client.post("/conversations", json={"title": "Kept"}).json()["id"]
+        body = {"persona_id": ref, "title": "Renamed"}
+        problem(client.patch(f"/conversations/{cid}", json=body), 404, "not-found")
+        kept = client.get(f"/conversations/{cid}").json()
+        assert (kept["title"], kept["persona_id"]) == ("Kept", "assistant")
+    assert len(fake.requests) == calls
+
+
+def test_a_roundtable_naming_a_missing_persona_is_refused_before_anything_is_saved(server, fake):
+    """A roundtable of the owner's own (saved as in the Personas tab) that names a persona they
+    lack: the message is a 409 that says what to edit, and neither it nor a reply is saved."""
+    owner = "b-" + secrets.token_urlsafe(18)
+    with server.client(server.token(owner)) as client:
+        cid = board_conversation(client)
+        document = server.server.call(server.facade.roundtable(owner, "erp_board"))
+        yaml_text = document.yaml_text.replace("  - production\n", "  - marketing\n")
+        server.server.call(server.facade.save_roundtable(owner, yaml_text))
+        calls = len(fake.requests)
+        for stream in ("true", "false"):
+            response = client.post(
+                f"/conversations/{cid}/messages?stream={stream}", json={"text": NIKE}
+            )
+            doc = problem(response, 409, "roundtable-unavailable")
+            assert "marketing. Edit the roundtable's members" in doc["detail"]
+        assert client.get(f"/conversations/{cid}/messages").json()["messages"] == []
+    assert len(fake.requests) == calls
