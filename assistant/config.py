@@ -12,6 +12,8 @@ MNEMO_SECRET          secret for owner ids; unset = generated once in the data d
 MNEMO_SHUTDOWN_GRACE  seconds a streaming reply may take to finish on SIGTERM     (5)
 MNEMO_SSE_HEARTBEAT   seconds of model silence before an API stream sends a keep-alive (15)
 MNEMO_DATABASE_URL    postgresql:// URL: memory shared by several replicas (unset: SQLite)
+MNEMO_PG_APPEND_COMMIT  durable | async: whether PostgreSQL appends wait for their WAL flush
+                      (durable; async is an opt-in that can lose the last moment's messages)
 """
 
 from __future__ import annotations
@@ -152,6 +154,18 @@ def admin_token(value: str | None = None) -> str | None:
     """The operator's API token for POST /api/v1/personas/refresh: argument, else
     $MNEMO_ADMIN_TOKEN, else None (then any user's token may refresh the built-ins)."""
     return value or _env("MNEMO_ADMIN_TOKEN")
+
+
+def pg_append_commit(value: str | None = None) -> str:
+    """How appends commit on PostgreSQL: argument, else $MNEMO_PG_APPEND_COMMIT, else
+    "durable" (each waits for its WAL flush); "async" does not wait (README, Scaling out)."""
+    choice = (value or _env("MNEMO_PG_APPEND_COMMIT") or "durable").lower()
+    if choice not in ("durable", "async"):
+        raise ConfigError(
+            f"MNEMO_PG_APPEND_COMMIT must be durable or async, not {choice!r}; unset it for "
+            "durable."
+        )
+    return choice
 
 
 def database_url(url: str | None = None) -> str | None:

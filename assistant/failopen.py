@@ -212,10 +212,12 @@ class FailOpenStore:
         summarizer: Summarizer | None = None,
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
+        **backend_options: object,
     ) -> FailOpenStore:
         """Like `memory.open_store(target)` (a data dir, a .db file or a postgresql:// URL),
         but never raises StorageUnavailable: a database that cannot be opened leaves the store
-        degraded, and it tries again later."""
+        degraded, and it tries again later. `backend_options` go to the backend's open()
+        (PostgreSQL's append_commit)."""
         opener = partial(
             open_store,
             target,
@@ -223,6 +225,7 @@ class FailOpenStore:
             summarizer=summarizer,
             clock=clock,
             embedder=embedder,
+            **backend_options,
         )
         wrapper = cls(opener, policy=policy)
         with contextlib.suppress(StorageUnavailable):

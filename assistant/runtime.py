@@ -67,6 +67,10 @@ class Runtime:
         # (so the quota), and saved persona versions. The browser secret comes from
         # MNEMO_SECRET (see ui/sessions.py).
         self.database_url = config.database_url(database_url)
+        # Only PostgreSQL has the choice (SQLite's WAL commits without waiting for fsync).
+        self._backend_options = (
+            {"append_commit": config.pg_append_commit()} if self.database_url else {}
+        )
         versions = roundtable_versions = None
         # The persona version stores with a pool of their own, closed with the store.
         self._version_pools: list[PostgresVersions] = []
@@ -112,6 +116,7 @@ class Runtime:
                         self.database_url or self.data_dir,
                         summarizer=summarizer_for(self.model),
                         embedder=self.embedder,
+                        **self._backend_options,
                     )
                     service = ChatService(
                         self._store,

@@ -25,6 +25,7 @@ ENV = [
     "MNEMO_SECRET",
     "MNEMO_SHUTDOWN_GRACE",
     "MNEMO_DATABASE_URL",
+    "MNEMO_PG_APPEND_COMMIT",
 ]
 
 
@@ -51,6 +52,8 @@ def clean_env(monkeypatch):
         (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "2.5", 0, 5.0, 2.5, 0.0),
         (config.database_url, "MNEMO_DATABASE_URL", "postgresql://db/m", "postgres://a/b", None,
          "postgresql://db/m", "postgres://a/b"),
+        (config.pg_append_commit, "MNEMO_PG_APPEND_COMMIT", "Async", "durable", "durable",
+         "async", "durable"),
     ],
 )  # fmt: skip
 def test_argument_beats_environment_beats_default(
@@ -89,6 +92,7 @@ def test_quota_off(monkeypatch, raw):
         (config.model_choice, "MNEMO_MODEL", "gpt", "gemini, local or auto"),
         (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "soon", "number of seconds"),
         (config.shutdown_grace_s, "MNEMO_SHUTDOWN_GRACE", "-1", "between 0 and 300"),
+        (config.pg_append_commit, "MNEMO_PG_APPEND_COMMIT", "off", "durable or async"),
     ],
 )
 def test_bad_settings_say_what_is_wrong(monkeypatch, function, env_name, raw, words):

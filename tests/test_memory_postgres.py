@@ -17,7 +17,8 @@ import psycopg
 import pytest
 
 from memory import InvalidInput, MemoryPolicy, StorageUnavailable
-from memory.postgres import PostgresStore
+from memory.postgres import PostgresStore, sql
+from memory.postgres.appends import AppendQueue
 from memory.postgres.migrations import MIGRATIONS
 from memory.postgres.text import cjk_patterns, index_cjk, index_words, word_query
 from memory.recall import query_terms
@@ -615,6 +616,67 @@ async def test_one_failing_append_in_a_batch_fails_alone(store, pg_url, caplog):
     ]
     counts = [(await store.get_conversation("ana", c)).message_count for c in convs]
     assert counts == [0 if i == 5 else 1 for i in range(12)]
+
+
+async def test_a_lone_drain_never_strands_an_append(store):
+    # A drain that found the queue empty used to leave the set of running drains only a step
+    # later (a done callback): an append queued in that step saw every drain running, and
+    # waited forever. With one drain that was the first append after every batch.
+    store._appends = AppendQueue(store._conn, drains=1)
+    convs = [(await store.create_conversation("ana")).id for _ in range(10)]
+
+    async def talk(conv_id):
+        for k in range(5):
+            await store.append("ana", conv_id, ("user", "assistant")[k % 2], f"m{k}")
+
+    await asyncio.wait_for(asyncio.gather(*(talk(c) for c in convs)), timeout=60)
+    counts = [(await store.get_conversation("ana", c)).message_count for c in convs]
+    assert counts == [5] * 10
+
+
+async def test_an_async_commit_append_is_local_to_its_own_transaction(store, pg_url):
+    # The opt-in's statement turns synchronous_commit off for the transaction it runs in and
+    # for no other: on a pooled (or pgbouncer-shared) connection nothing carries over. (The
+    # store fixture made the schema.)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            "INSERT INTO conversations (id, owner, created_at, last_active_at) "
+            "VALUES ('c1', 'ana', 0, 0)"
+        )
+        conn.commit()
+        params = dict.fromkeys(
+            ("incomplete", "speaker", "origin", "outcome", "outcome_note", "cjk_text"), None
+        )
+        params |= {"conv": "c1", "owner": "ana", "now": 1.0, "chars": 2, "title": "hi"}
+        params |= {"role": "user", "content": "hi", "when": 1.0, "incomplete": False}
+        params |= {"words": "'hi':1", "model": None, "vector": None}
+        for async_commit, during in ((True, "off"), (False, "on")):
+            assert conn.execute(sql.append_sql(False, async_commit), params).fetchone()
+            assert conn.execute("SHOW synchronous_commit").fetchone() == (during,)
+            conn.commit()
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+            conn.commit()
+
+
+async def test_appends_with_async_commit_are_all_written(pg_url):
+    store = await PostgresStore.open(pg_url, clock=FakeClock(), append_commit="async")
+    try:
+        convs = [(await store.create_conversation("ana")).id for _ in range(20)]
+        lone = await store.append("ana", convs[0], "user", "alone")  # the single statement
+        together = await asyncio.gather(*(store.append("ana", c, "user", f"in {c}") for c in convs))
+        assert lone.id < min(t.id for t in together)
+        counts = [(await store.get_conversation("ana", c)).message_count for c in convs]
+        assert counts == [2] + [1] * 19
+        async with store._conn() as conn:  # back in the pool: durable again
+            cur = await conn.execute("SHOW synchronous_commit")
+            assert await cur.fetchone() == ("on",)
+    finally:
+        await store.close()
+
+
+async def test_an_unknown_append_commit_is_refused_before_connecting():
+    with pytest.raises(ValueError, match="append_commit is 'sometimes'; use one of durable"):
+        await PostgresStore.open("postgresql://nowhere.invalid/x", append_commit="sometimes")
 
 
 async def test_a_closed_store_refuses_with_a_clear_error(pg_url):

@@ -238,6 +238,19 @@ APPEND_BATCH_SQL = (
     "WHERE i.vector IS NOT NULL) "
     "SELECT ids.ord, t.id FROM ids JOIN t USING (id)"
 )
+# The opt-in `append_commit="async"` (PostgresStore.open): the append's own transaction commits
+# without waiting for its WAL flush (synchronous_commit off for that transaction only, as SET
+# LOCAL would, without the extra round trips of an explicit transaction; set_config's last
+# argument makes it local, so nothing carries over to the next use of the connection).
+_ASYNC_COMMIT = " CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS commit_mode"
+
+
+def append_sql(batch: bool, async_commit: bool) -> str:
+    """APPEND_SQL or APPEND_BATCH_SQL, committing without its WAL flush when `async_commit`."""
+    statement = APPEND_BATCH_SQL if batch else APPEND_SQL
+    return statement + _ASYNC_COMMIT if async_commit else statement
+
+
 # A turn's vector, written or replaced (a reply rewritten while it streams).
 UPSERT_VECTOR_SQL = (
     "INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "

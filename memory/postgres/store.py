@@ -60,7 +60,7 @@ from ..validation import (
 )
 from ..vectors import Embedder, embed_packed
 from . import sql
-from .appends import AppendQueue
+from .appends import APPEND_COMMITS, AppendQueue
 from .fold import Folding
 from .pool import POOL_MAX, broken_connection, open_pool, safe_url, unavailable
 from .reads import Reads
@@ -84,6 +84,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         summarizer: Summarizer,
         clock: Callable[[], float],
         embedder: Embedder | None = None,
+        append_commit: str = "durable",
     ):
         self._pool = pool
         self.url = safe_url(url)
@@ -95,7 +96,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         self._summarizing: set[str] = set()
         self._last_purge = float("-inf")
         self._closed = False
-        self._appends = AppendQueue(self._conn)
+        self._appends = AppendQueue(self._conn, async_commit=append_commit == "async")
 
     @classmethod
     async def open(
@@ -107,16 +108,24 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         embedder: Embedder | None = None,
         *,
         pool_max: int = POOL_MAX,
+        append_commit: str = "durable",
     ) -> PostgresStore:
         """Connect, migrate under an advisory lock, and return the store.
 
         Raises StorageUnavailable (with what to do next) when the server cannot be reached,
         refuses the login, or the user may not create the schema. With an `embedder`, every
         message gets a vector when written and recall adds meaning to keywords, as on SQLite.
+        `append_commit="async"` (opt-in; default "durable") lets appends commit without
+        waiting for their WAL flush: what that risks is in README, Scaling out.
         """
+        if append_commit not in APPEND_COMMITS:
+            raise ValueError(
+                f"append_commit is {append_commit!r}; use one of {', '.join(APPEND_COMMITS)}."
+            )
         pool = await open_pool(url, pool_max)
         policy = policy or MemoryPolicy()
-        return cls(pool, url, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
+        summarizer = summarizer or ExtractiveSummarizer()
+        return cls(pool, url, policy, summarizer, clock, embedder, append_commit)
 
     async def close(self) -> None:
         if not self._closed:
