@@ -133,3 +133,21 @@ def test_a_database_url_that_is_not_postgresql_stops_the_runtime(tmp_path, monke
     with pytest.raises(ConfigError, match="postgresql://") as err:
         Runtime(tmp_path, model=GeminiModel("k"))
     assert "hunter2" not in str(err.value)
+
+
+async def test_the_append_commit_opt_in_reaches_the_store(tmp_path, fake, pg_url, monkeypatch):
+    # MNEMO_PG_APPEND_COMMIT=async is the PostgreSQL store's opt-in (tests/test_memory_postgres.py
+    # shows what it does); here: the runtime hands it to the store, and messages are saved.
+    monkeypatch.setenv("MNEMO_PG_APPEND_COMMIT", "async")
+    rt = Runtime(tmp_path / "data", model=GeminiModel("test-key", base_url=fake.url),
+                 database_url=pg_url)  # fmt: skip
+    try:
+        conversations = await rt.conversations()
+        conv = (await conversations.create(OWNER)).id
+        fake.reply("Saved ", "quickly.")
+        assert (await send(conversations, conv, "Hi"))[-1].saved
+        assert rt._store.store._appends._async_commit
+        opened = await conversations.open(OWNER, conv)
+        assert [t.content for t in opened.transcript.turns] == ["Hi", "Saved quickly."]
+    finally:
+        await rt.close()
