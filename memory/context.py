@@ -19,7 +19,7 @@ from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
-from .packing import Conversation, fuse, is_list_question, normalise_bm25, pack
+from .packing import Conversation, fuse, is_list_question, later_word, normalise_bm25, pack
 from .policy import MemoryPolicy
 from .records import ContextWindow, PinnedFact, RecalledTurn, Turn
 from .sql import (
@@ -37,7 +37,7 @@ from .sql import (
     turn_from_row,
 )
 from .timeref import annotate, format_date, local_date
-from .vectors import centred_cosines, unpack_many
+from .vectors import Meaning, unpack_many
 
 MEMORY_NOTE_HEADER = (
     "## Memory note\n"
@@ -197,24 +197,33 @@ def as_fetched(
     return out
 
 
-def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> dict[int, float]:
-    """Cosine of the query with every vector row (the conversation's older turns)."""
-    if query_vector is None:
-        return {}
+def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> Meaning:
+    """Centred cosine of the query with every vector row (the conversation's older turns)."""
     vectors = [(r[1], r[4]) for r in rows if r[0] == KIND_VECTOR]
-    scores = centred_cosines(query_vector, [v for _, v in vectors]).tolist()
-    return {tid: score for (tid, _), score in zip(vectors, scores, strict=True)}
+    return Meaning([t for t, _ in vectors], query_vector, [v for _, v in vectors])
 
 
 def missing_candidates(
     rows: Iterable[Sequence], semantic: Mapping[int, float], policy: MemoryPolicy
 ) -> list[int]:
-    """The turns the meaning side ranks in its top `recall_k` that the rows do not hold yet:
-    the store fetches them (memory/sql.py RECALL_TURNS) before assembling."""
+    """The turns recall may want that the rows do not hold yet: the meaning side's top
+    `recall_k`, and the later turns most like the best hits (packing.later_word); the store
+    fetches them (memory/sql.py RECALL_TURNS) before assembling."""
+    rows = list(rows)
     have = {r[1] for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV, KIND_OLDER)}
-    floor = policy.recall_weights.min_semantic
+    weights = policy.recall_weights
+    floor = weights.min_semantic
     best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
-    return [i for i in best[: policy.recall_k] if i not in have]
+    wanted = best[: policy.recall_k]
+    if isinstance(semantic, Meaning) and weights.follow_hits:
+        # The assembly's fused ranking adds the prior, which this one cannot see yet: follow
+        # twice as many hits here, so the ones it ranks best are all fetched.
+        ranks = {r[1]: r[-2] for r in rows if r[0] == KIND_HIT and r[-2] is not None}
+        scores = fuse(normalise_bm25(ranks), semantic, {}, weights)
+        ranked = sorted(scores, key=lambda i: -scores[i])
+        top = semantic.distinct(ranked, 2 * weights.follow_hits, weights.duplicate)
+        wanted += list(later_word(top, semantic, weights).values())
+    return [i for i in dict.fromkeys(wanted) if i not in have]
 
 
 def assemble_context(
@@ -246,7 +255,12 @@ def assemble_context(
     recalled: list[RecalledTurn] = []
     if (terms or semantic) and policy.recall_k and message_count > len(recent_rows):
         recalled = recall_turns(
-            recall_rows(rows), terms, semantic or {}, {r[0] for r in recent_rows}, policy, query
+            recall_rows(rows),
+            terms,
+            {} if semantic is None else semantic,
+            {r[0] for r in recent_rows},
+            policy,
+            query,
         )
     summary = turn_from_row(summary_rows[0]) if summary_rows else None
     if summary is not None and len(summary.content) > policy.summary_chars:
@@ -332,8 +346,16 @@ def recall_turns(
         found = as_fetched(found, semantic, policy)
     keyword = normalise_bm25(found.ranks)
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
-    scores = fuse(keyword, meaning, found.prev_of, policy.recall_weights)
+    weights = policy.recall_weights
+    scores = fuse(keyword, meaning, found.prev_of, weights)
     diverse = is_list_question(query)
+    # A list question asks for everything said over time, not the latest word on one thing.
+    if isinstance(semantic, Meaning) and weights.follow_hits and not diverse:
+        ranked = sorted(scores, key=lambda i: (-scores[i], i))
+        top = semantic.distinct(ranked, weights.follow_hits, weights.duplicate)
+        for hit, later in later_word(top, semantic, weights).items():
+            if later in found.turns:
+                scores[later] = max(scores.get(later, 0.0), weights.follow * scores[hit])
     ids = [i for i in found.vectors if i in found.turns]  # one model's: the statement says which
     vectors = dict(zip(ids, unpack_many([found.vectors[i] for i in ids]), strict=True))
     conv = Conversation(found.turns, found.next_of, found.prev_of, frozenset(exclude))

@@ -57,6 +57,12 @@ class RecallWeights:
     # A hit this close (cosine) to one already chosen says nothing new ("Got it, I'll keep
     # that in mind." for the fifth time): it is skipped, and the budget goes further.
     duplicate: float = 0.95
+    # A fact and what later changed it ("I live in Leeds" ... "I moved from Leeds to
+    # Cardiff"): for the best `follow_hits` hits, the later turn most like each (centred
+    # cosine at least `follow_floor`) comes along, scored `follow` times its hit.
+    follow_hits: int = 5
+    follow_floor: float = 0.25
+    follow: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,18 @@ def fuse(
         if keyword.get(prev, 0.0) > 0:
             scores[tid] = scores.get(tid, 0.0) + weights.prior * keyword[prev]
     return scores
+
+
+def later_word(hits: Sequence[int], meaning, weights: RecallWeights) -> dict[int, int]:
+    """For each of `hits` (best first), the later turn most like it, when one is close
+    enough (RecallWeights.follow_floor) without repeating it: {hit: later turn}. `meaning`
+    is a memory.vectors.Meaning."""
+    out: dict[int, int] = {}
+    for hit in hits:
+        later = meaning.later_like(hit, weights.follow_floor, weights.duplicate)
+        if later is not None:
+            out[hit] = later
+    return out
 
 
 def clip_around(text: str, terms: Sequence[str], limit: int) -> str:

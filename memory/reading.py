@@ -48,12 +48,15 @@ async def read_context(
     if terms:
         params["match"] = recall_query(conv_id, terms)
         params["hits"] = policy.recall_k
-    if query_vector is not None and embedder is not None:
+    # The turns' vectors also link a hit to what was said later on its subject, so they are
+    # read even when the question itself has no vector (see vectors.Meaning).
+    with_vectors = embedder is not None and bool(query) and bool(policy.recall_k)
+    if with_vectors:
         params["model"] = embedder.name
-    statement = sql.context_sql(bool(terms), query_vector is not None)
+    statement = sql.context_sql(bool(terms), with_vectors)
     rows = await db.read_one(statement, params)
     semantic = semantic_scores(rows, query_vector)
-    missing = missing_candidates(rows, semantic, policy) if semantic else []
+    missing = missing_candidates(rows, semantic, policy) if with_vectors else []
     if missing:
         rows += await db.read_one(sql.RECALL_TURNS, {"ids": json.dumps(missing), "conv": conv_id})
     return assemble_context(rows, policy, terms, semantic=semantic, query=query or "", now=now)

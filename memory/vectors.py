@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -123,6 +123,63 @@ def centred_cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
     """The cosine of `query` with each vector, centred (centred_matrix); another size: 0."""
     m, q = centred_matrix(query, blobs)
     return m @ q
+
+
+class Meaning(Mapping[int, float]):
+    """The new message's centred cosine with each older turn, by turn id (a read-only
+    mapping), keeping the centred vectors so recall can also ask which later turn is most
+    like a given one (`later_like`)."""
+
+    def __init__(self, ids: Sequence[int], query: bytes | None, blobs: Sequence[bytes]) -> None:
+        order = sorted(range(len(ids)), key=lambda k: ids[k])  # turn ids run in time order
+        self._ids = [ids[k] for k in order]
+        self._row = {t: k for k, t in enumerate(self._ids)}
+        self._scores: dict[int, float] = {}
+        if not blobs:
+            self._matrix = np.zeros((len(ids), 0), dtype=np.float32)
+            return
+        # Without a query vector (a language the embedder does not know) the turns' own
+        # vectors still tell which later turn repeats an earlier one's words.
+        self._matrix, q = centred_matrix(query or blobs[order[-1]], [blobs[k] for k in order])
+        if query is not None:
+            self._scores = dict(zip(self._ids, (self._matrix @ q).tolist(), strict=True))
+
+    def __getitem__(self, tid: int) -> float:
+        return self._scores[tid]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._scores)
+
+    def __len__(self) -> int:
+        return len(self._scores)
+
+    def distinct(self, ranked: Sequence[int], n: int, ceiling: float) -> list[int]:
+        """The first `n` of `ranked` that do not repeat an earlier one (centred cosine at
+        least `ceiling`): the same message said twice is one hit."""
+        out: list[int] = []
+        taken: list[np.ndarray] = []
+        for tid in ranked:
+            if len(out) >= n:
+                break
+            k = self._row.get(tid)
+            v = self._matrix[k] if k is not None and self._matrix.shape[1] else None
+            if v is not None and any(float(t @ v) >= ceiling for t in taken):
+                continue
+            out.append(tid)
+            if v is not None:
+                taken.append(v)
+        return out
+
+    def later_like(self, tid: int, floor: float, ceiling: float) -> int | None:
+        """The turn after `tid` whose centred cosine with it is highest, within [floor,
+        ceiling) (above the ceiling it only says the same again); None when none is."""
+        k = self._row.get(tid)
+        if k is None or k + 1 >= len(self._ids) or not self._matrix.shape[1]:
+            return None
+        sims = self._matrix[k + 1 :] @ self._matrix[k]
+        sims[sims >= ceiling] = -np.inf
+        best = int(np.argmax(sims))
+        return self._ids[k + 1 + best] if sims[best] >= floor else None
 
 
 async def embed_packed(embedder: Embedder | None, texts: Sequence[str]) -> list[bytes | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.vectors import centred_cosines, cosines, embedding_text, pack, unpack
+from memory.vectors import Meaning, centred_cosines, cosines, embedding_text, pack, unpack
 
 
 def test_pack_keeps_the_direction_in_one_byte_per_dimension():
@@ -74,3 +74,36 @@ def test_centred_cosines_degrade_gracefully():
     assert one[0] > 0.9 and one[1] == 0.0
     same = centred_cosines(q, [q] * 50)  # all alike: nothing left to tell apart, no NaN
     assert np.all(np.isfinite(same))
+
+
+def test_meaning_finds_the_later_turn_on_a_turns_subject_not_a_repeat_or_an_earlier_one():
+    rng = np.random.default_rng(5)
+    common, subject = rng.normal(size=256), rng.normal(size=256)
+    own = rng.normal(size=(40, 256))
+    vectors = [3 * common + o for o in own]
+    vectors[10] = 3 * common + 2 * subject + 0.5 * own[10]  # the fact
+    vectors[4] = 3 * common + 2 * subject + 0.5 * own[4]  # said before it: not "later"
+    vectors[30] = 3 * common + 2 * subject + 0.5 * own[30]  # what later changed it
+    vectors[20] = vectors[10]  # the fact said again: a repeat, not news
+    ids = [100 + 2 * k for k in range(40)]
+    shuffled = list(rng.permutation(40))  # rows may come in any order
+    meaning = Meaning(
+        [ids[k] for k in shuffled], pack(rng.normal(size=256)), [pack(vectors[k]) for k in shuffled]
+    )
+    assert len(meaning) == 40 and set(meaning) == set(ids)
+    assert meaning.later_like(ids[10], 0.3, 0.95) == ids[30]
+    assert meaning.later_like(ids[30], 0.3, 0.95) is None  # nothing like it after it
+    assert meaning.later_like(ids[10], 0.99, 1.01) == ids[20]  # no ceiling: the repeat wins
+    assert meaning.later_like(999, 0.3, 0.95) is None  # not a turn it knows
+    assert meaning.distinct([ids[10], ids[20], ids[30], ids[5]], 2, 0.95) == [ids[10], ids[30]]
+
+
+def test_meaning_without_a_query_vector_still_links_turns():
+    # A question in a language the embedder does not know has no vector: no cosines, but
+    # the turns' own vectors still tell what came later on a subject.
+    a, b, c = (pack(v) for v in np.eye(256)[:3] + np.eye(256)[3])
+    meaning = Meaning([1, 2, 3], None, [a, b, c])
+    assert len(meaning) == 0 and not dict(meaning)
+    assert meaning.later_like(1, -1.0, 2.0) in (2, 3)
+    empty = Meaning([], None, [])
+    assert empty.later_like(1, 0.0, 1.0) is None and empty.distinct([1, 2], 2, 0.9) == [1, 2]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from memory_backends import rows
 
 from assistant.embedding import EmbedderUnavailable, GeminiEmbedder, WordLlamaEmbedder
 from memory import MemoryPolicy, open_store, render_memory
+from memory.packing import RecallWeights
 from memory.vectors import Embedder
 
 FILLER = [
@@ -285,3 +287,50 @@ async def test_a_small_conversation_sent_whole_recalls_as_hits_and_neighbours_do
         assert whole.recalled and whole == replace(by_hits, now=whole.now)
     finally:
         await store.close()
+
+
+OLD_JOB = "I work at Brightfield as a data analyst."
+NEW_JOB = "Left Brightfield last month, and the first week at Corvina went well."
+
+
+WORK_TALK = [
+    ("Work was hectic again, meetings back to back.", "That sounds draining."),
+    ("I biked to work along the canal this morning.", "Lovely way to start the day."),
+    ("My laptop for work keeps freezing.", "Try a restart and an update first."),
+]
+
+
+def job_conversation(start: float, filler_pairs: int) -> list[tuple[str, str, float]]:
+    """A fact stated early, everyday chat (a little of it about work), then the fact changed
+    in words the question lacks."""
+    messages = [("user", OLD_JOB, start), ("assistant", "Noted.", start + 30)]
+    talk = {filler_pairs // 4 * (k + 1): pair for k, pair in enumerate(WORK_TALK)}
+    for i in range(filler_pairs):
+        user, reply = talk.get(i, FILLER[i % len(FILLER)])
+        at = start + 86_400 * (1 + i // 10) + 60 * i
+        messages += [("user", user, at), ("assistant", reply, at + 1)]
+        if i == filler_pairs // 2:
+            messages += [("user", NEW_JOB, at + 5), ("assistant", "Congratulations!", at + 6)]
+    return messages
+
+
+@pytest.mark.parametrize("filler_pairs", [40, 200])  # sent whole, and by hits (> 300 messages)
+async def test_what_later_changed_a_recalled_fact_comes_with_it(
+    memory_backend, wordllama, filler_pairs
+):
+    # "Where do I work now?" finds the old fact by its words; the newer one shares no word
+    # with the question, only its subject (and the old name) with the old fact. With a
+    # budget for a few snippets, the later turn most like a best hit comes along.
+    clock = FakeClock(1_790_000_000.0 + 60 * 86_400)
+    messages = job_conversation(1_790_000_000.0, filler_pairs)
+    found = {}
+    for follow_hits in (0, 5):
+        weights = replace(RecallWeights(), follow_hits=follow_hits)
+        policy = MemoryPolicy(recall_chars=400, recall_weights=weights)
+        store = await memory_backend.open(embedder=wordllama, clock=clock, policy=policy)
+        conv = await store.import_conversation("ana", messages)
+        ctx = await store.context("ana", conv.id, query="Where do I work now?")
+        found[follow_hits] = [r.turn.content for r in ctx.recalled]
+        await store.close()
+    assert OLD_JOB in found[0] and NEW_JOB not in found[0]
+    assert OLD_JOB in found[5] and NEW_JOB in found[5]

@@ -111,9 +111,12 @@ class Reads:
         if terms:
             params.update(_term_params(terms), hits=policy.recall_k)
             cjk_count = len(params["cjk"])
-        if query_vector is not None:
+        # As SQLite's reader: the turns' vectors are read even when the question has none
+        # (see memory/reading.py).
+        with_vectors = self.embedder is not None and bool(query) and bool(policy.recall_k)
+        if with_vectors:
             params["model"] = self.embedder.name
-        rows = await self._read(sql.context_sql(cjk_count, query_vector is not None), params)
+        rows = await self._read(sql.context_sql(cjk_count, with_vectors), params)
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
@@ -121,7 +124,7 @@ class Reads:
         shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]
         shaped += [_sqlite_shape(r[2:]) for r in rows if r[2] is not None]
         semantic = semantic_scores(shaped, query_vector)
-        missing = missing_candidates(shaped, semantic, policy) if semantic else []
+        missing = missing_candidates(shaped, semantic, policy) if with_vectors else []
         if missing:
             found = await self._read(sql.RECALL_TURNS_SQL, {"ids": missing, "conv": conv_id})
             shaped += [_sqlite_shape(r) for r in found]
