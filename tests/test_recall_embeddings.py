@@ -318,7 +318,7 @@ def job_conversation(start: float, filler_pairs: int) -> list[tuple[str, str, fl
 async def test_what_later_changed_a_recalled_fact_comes_with_it(
     memory_backend, wordllama, filler_pairs
 ):
-    # "Where do I work now?" finds the old fact by its words; the newer one shares no word
+    # The question finds the old fact by its words; the newer one shares no word
     # with the question, only its subject (and the old name) with the old fact. With a
     # budget for a few snippets, the later turn most like a best hit comes along.
     clock = FakeClock(1_790_000_000.0 + 60 * 86_400)
@@ -329,7 +329,7 @@ async def test_what_later_changed_a_recalled_fact_comes_with_it(
         policy = MemoryPolicy(recall_chars=400, recall_weights=weights)
         store = await memory_backend.open(embedder=wordllama, clock=clock, policy=policy)
         conv = await store.import_conversation("ana", messages)
-        ctx = await store.context("ana", conv.id, query="Where do I work now?")
+        ctx = await store.context("ana", conv.id, query="Where do I work as a data analyst now?")
         found[follow_hits] = [r.turn.content for r in ctx.recalled]
         await store.close()
     assert OLD_JOB in found[0] and NEW_JOB not in found[0]
