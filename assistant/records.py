@@ -14,6 +14,7 @@ from memory import Conversation, ConversationEdit, MemoryStatus, ResetResult, Se
 from personas import PersonaVersion, Roundtable, render_greeting
 
 from .chat import Preview
+from .localized import Shown, localized_texts
 from .roundtable import ROUNDTABLE_PREFIX
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class PersonaInfo:
+class PersonaInfo(Shown):
     """One version of a persona as an owner has it."""
 
     id: str
@@ -55,7 +56,12 @@ class PersonaInfo:
     @classmethod
     def of(cls, found: PersonaVersion) -> PersonaInfo:
         persona = found.persona
+        localized = localized_texts(persona, ("display_name", "description"))
+        for language, entry in persona.i18n.items():
+            if entry.greeting:
+                localized.setdefault(language, {})["greeting"] = render_greeting(persona, language)
         return cls(
+            localized=localized,
             id=persona.id,
             display_name=persona.display_name,
             avatar=persona.avatar,
@@ -69,7 +75,7 @@ class PersonaInfo:
 
 
 @dataclass(frozen=True)
-class RoundtableInfo:
+class RoundtableInfo(Shown):
     """One version of a roundtable as an owner has it, with its speakers in order."""
 
     id: str  # the roundtable's own id, e.g. "erp_board"
@@ -97,6 +103,7 @@ class RoundtableInfo:
                 f"{', '.join(missing)}. Edit its members, or add those personas."
             )
         return cls(
+            localized=localized_texts(board, ("display_name", "description")),
             id=board.id,
             ref=ROUNDTABLE_PREFIX + board.id,
             display_name=board.display_name,

@@ -55,6 +55,7 @@ from .chat import (
     is_reset_command,
 )
 from .errors import NothingToRetry, RoundtableNotFound, RoundtableUnavailable, StorageError
+from .localized import Shown, localized_texts
 from .models import Message
 from .turn_state import ReplyState
 
@@ -84,7 +85,7 @@ def unreadable_roundtable(roundtable_id: str, exc: PersonaError) -> RoundtableUn
 
 
 @dataclass(frozen=True)
-class Speaker:
+class Speaker(Shown):
     """One speaker of a roundtable turn, as the chat pane labels its bubble."""
 
     persona_id: str
@@ -139,6 +140,7 @@ class Board:
         order = self.roundtable.speakers
         return [
             Speaker(
+                localized=localized_texts(self.personas[pid], ("display_name",)),
                 persona_id=pid,
                 display_name=self.personas[pid].display_name,
                 avatar=self.personas[pid].avatar,
@@ -177,8 +179,25 @@ class _Progress:
     degraded: bool = False
 
 
+def _called(persona: Persona) -> str:
+    """A speaker's name with what the pages show in other languages ("Sales Director
+    (業務總監)"), so a reply in either language names the others as its readers see them."""
+    others = [e.display_name for e in persona.i18n.values() if e.display_name]
+    others = [n for n in dict.fromkeys(others) if n != persona.display_name]
+    return persona.display_name + (f" ({' / '.join(others)})" if others else "")
+
+
 def _names(board: Board, ids: list[str]) -> str:
-    return " → ".join(board.personas[p].display_name for p in ids)
+    return " → ".join(_called(board.personas[p]) for p in ids)
+
+
+# A board answers in one language: each persona's own reply language (the general manager's
+# 繁體中文) would otherwise mix languages in one turn. The question's language is the one its
+# asker reads, and every speaker can see it.
+ONE_LANGUAGE = (
+    "Reply in the language the user's question is written in, as every speaker of this "
+    "roundtable does, so the board reads as one discussion."
+)
 
 
 def _metric_lines(board: Board, question: str) -> list[str]:
@@ -193,15 +212,16 @@ def speaker_instructions(
     """The roundtable section appended to a speaker's persona prompt."""
     rt = board.roundtable
     members = rt.members * rt.rounds
-    chair = board.personas[rt.chair].display_name
+    chair = _called(board.personas[rt.chair])
     lines = [
         f"## Roundtable: {rt.display_name}",
         f"You are one of several speakers answering the same question in turn: "
         f"{_names(board, list(dict.fromkeys(members)))}, then {chair} concludes"
         + (f" ({rt.rounds} rounds)." if rt.rounds > 1 else "."),
-        f"You speak as {speaker.display_name}, turn {speaker.index + 1} of {speaker.total}. "
-        "Answer for your own seat only; what earlier speakers said this turn is in the "
-        "user's message.",
+        f"You speak as {_called(board.personas[speaker.persona_id])}, turn "
+        f"{speaker.index + 1} of {speaker.total}. Answer for your own seat only; what earlier "
+        "speakers said this turn is in the user's message.",
+        ONE_LANGUAGE,
     ]
     if rt.rules:
         lines.append("Rules of this roundtable:\n" + "\n".join(f"- {r}" for r in rt.rules))
@@ -246,7 +266,7 @@ def _chair_instruction(board: Board, veto: VetoDecision | None) -> str:
         label = fill_placeholders(label, board.personas[board.roundtable.chair].parameters)
         text += f' Your last line starts with "{label}:".'
     if veto is not None and veto.vetoed:
-        vetoer = board.personas[veto.member].display_name
+        vetoer = _called(board.personas[veto.member])
         text += (
             f"\n{vetoer} vetoed this proposal ({veto.reason()}; threshold "
             f"{veto.threshold_pct:g}%). The veto stands: you must not approve the proposal, "
@@ -389,7 +409,7 @@ class RoundtableRunner:
     ) -> AsyncIterator[Delta | Done]:
         persona = board.personas[speaker.persona_id]
         prompt = (
-            build_system_prompt(persona)
+            build_system_prompt(persona, own_language=False)
             + "\n\n"
             + speaker_instructions(board, speaker, question, progress.veto)
         )
@@ -431,7 +451,7 @@ class RoundtableRunner:
             told = speaker.role == "chair" or (
                 rule is not None and speaker.persona_id == rule.member
             )
-            prompt = build_system_prompt(persona) + "\n\n"
+            prompt = build_system_prompt(persona, own_language=False) + "\n\n"
             prompt += speaker_instructions(board, speaker, question, veto if told else None)
             shown.append(
                 MemberPreview(

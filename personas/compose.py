@@ -83,13 +83,15 @@ def _render(persona: Persona, text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
 
 
-def render_greeting(persona: Persona) -> str:
-    """The greeting with its placeholders filled ('' when the persona has none)."""
-    return _render(persona, persona.greeting)
+def render_greeting(persona: Persona, language: str | None = None) -> str:
+    """The greeting a page in `language` shows (its `i18n` entry's, else the persona's own),
+    placeholders filled; '' when the persona has none."""
+    return _render(persona, persona.shown("greeting", language))
 
 
-def build_system_prompt(persona: Persona) -> str:
-    """Compose the persona's fields into one system prompt, in a stable section order."""
+def build_system_prompt(persona: Persona, *, own_language: bool = True) -> str:
+    """Compose the persona's fields into one system prompt, in a stable section order.
+    `own_language=False` leaves out its reply language (a roundtable says which to use)."""
     sections = [f"Persona: {persona.display_name}\n{_render(persona, persona.role_description)}"]
 
     if persona.personality:
@@ -121,7 +123,7 @@ def build_system_prompt(persona: Persona) -> str:
         )
     if closing:
         sections.append("\n".join(closing))
-    if persona.language:
+    if persona.language and own_language:
         sections.append(
             f"Always reply in {persona.language}, whatever language the user writes in, "
             "unless the user explicitly asks for another language."

@@ -23,7 +23,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .compose import TEMPLATED_FIELDS, placeholder_names, unknown_placeholder_problem
 from .errors import InvalidPersona, Problem
-from .model import FIELD_NAMES, REQUIRED_FIELDS, Persona
+from .model import FIELD_NAMES, LOCALIZED_FIELDS, REQUIRED_FIELDS, SHOWN_LANGUAGES, Persona
 
 MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_NESTING = 10  # a persona needs 2 levels (parameters, lists); the rest is a mistake or abuse
@@ -236,6 +236,13 @@ def _schema_message(err: Mapping[str, Any], field_names: tuple[str, ...] = FIELD
     value = err.get("input")
     if kind == "missing":
         return "required — " + _REQUIRED_HINTS.get(str(loc[-1]), "add it")
+    if loc and loc[0] == "i18n":
+        localized = _localized_message(kind, loc, value)
+        if localized:
+            return localized
+        field_names = (
+            LOCALIZED_FIELDS if len(loc) == 3 and kind == "extra_forbidden" else field_names
+        )
     if kind == "extra_forbidden":
         name = str(loc[-1])
         close = difflib.get_close_matches(name, field_names, n=1)
@@ -293,6 +300,46 @@ def _schema_message(err: Mapping[str, Any], field_names: tuple[str, ...] = FIELD
     return str(err["msg"])
 
 
+_I18N_EXAMPLE = "e.g. `zh-TW: {display_name: 業務總監}`"
+
+
+def _localized_message(kind: str, loc: tuple[Any, ...], value: Any) -> str | None:
+    """What is wrong inside `i18n` (a language tag, an entry that is not a mapping), or None
+    for a problem the general messages already word well (a text too long, an unknown field)."""
+    if kind == "literal_error":
+        tags = " or ".join(SHOWN_LANGUAGES)
+        return f"{value!r} is not a language the app is shown in — use {tags}, {_I18N_EXAMPLE}"
+    if kind == "dict_type" and len(loc) == 1:
+        return (
+            f"expected a mapping of languages, got {_describe(value)} — write one language per "
+            f"line, {_I18N_EXAMPLE}"
+        )
+    if kind in ("model_type", "dict_type") and len(loc) == 2:
+        return (
+            f"expected the fields shown in {loc[1]}, got {_describe(value)} — write "
+            f"`display_name: ...` (and `description: ...`) under it, {_I18N_EXAMPLE}"
+        )
+    return None
+
+
+def _templated_texts(data: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], Any]]:
+    """Every text a placeholder may be cited in, by location: the templated fields, items of
+    list fields, and the greetings of the `i18n` entries."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    for field in TEMPLATED_FIELDS:
+        value = data.get(field)
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        found.extend(
+            (((field,) if index is None else (field, index)), text) for index, text in items
+        )
+    entries = data.get("i18n")
+    if isinstance(entries, Mapping):
+        for tag, entry in entries.items():
+            if isinstance(entry, Mapping):
+                found.append((("i18n", tag, "greeting"), entry.get("greeting")))
+    return found
+
+
 def _placeholder_problems(data: Mapping[str, Any], root: Node) -> list[Problem]:
     parameters = data.get("parameters") or {}
     if not isinstance(parameters, Mapping):
@@ -300,22 +347,18 @@ def _placeholder_problems(data: Mapping[str, Any], root: Node) -> list[Problem]:
     known = {str(k) for k in parameters}
     stand_in = Persona.model_construct(parameters={k: 0 for k in known})
     problems: list[Problem] = []
-    for field in TEMPLATED_FIELDS:
-        value = data.get(field)
-        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-        for index, text in items:
-            if not isinstance(text, str):
-                continue
-            loc = (field,) if index is None else (field, index)
-            for name in placeholder_names(text):
-                if name not in known:
-                    problems.append(
-                        Problem(
-                            _field_label(loc),
-                            unknown_placeholder_problem(name, stand_in),
-                            **_at(_find_node(root, loc, want_key=False)),
-                        )
+    for loc, text in _templated_texts(data):
+        if not isinstance(text, str):
+            continue
+        for name in placeholder_names(text):
+            if name not in known:
+                problems.append(
+                    Problem(
+                        _field_label(loc),
+                        unknown_placeholder_problem(name, stand_in),
+                        **_at(_find_node(root, loc, want_key=False)),
                     )
+                )
     return problems
 
 
@@ -428,6 +471,10 @@ _FOLD_AT = 90  # characters; a longer top-level text is folded, as in the built-
 def persona_to_yaml(persona: Persona) -> str:
     """The persona as a YAML document in field order, leaving out empty optional fields."""
     data = persona.model_dump()
+    # An `i18n` entry keeps only the texts it gives.
+    data["i18n"] = {
+        tag: {k: v for k, v in entry.items() if v} for tag, entry in data["i18n"].items()
+    }
     return dump_persona_mapping(
         {
             key: value

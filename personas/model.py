@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -57,6 +57,24 @@ ParameterValue = Annotated[Any, BeforeValidator(_check_parameter_value)]
 
 REQUIRED_FIELDS = ("id", "display_name", "role_description")
 
+# The languages the app's pages are shown in: an `i18n` entry is keyed by one of them.
+SHOWN_LANGUAGES = ("en", "zh-TW")
+ShownLanguage = Literal["en", "zh-TW"]
+
+
+class LocalizedPersona(BaseModel):
+    """What a page in another language shows for a persona instead of its own fields: its
+    name, picker line and greeting. Never sent to the model (the prompt is the persona's)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, str_strip_whitespace=True)
+
+    display_name: str = Field("", max_length=60, description="The name in that language.")
+    description: str = Field("", max_length=300, description="The picker's line in it.")
+    greeting: str = Field("", max_length=1000, description="The greeting in it.")
+
+
+LOCALIZED_FIELDS: tuple[str, ...] = tuple(LocalizedPersona.model_fields)
+
 
 class Persona(BaseModel):
     """A persona: who the assistant is, what it weighs, how it answers.
@@ -104,6 +122,18 @@ class Persona(BaseModel):
         max_length=MAX_PARAMETERS,
         description="Numbers or texts that rules cite as {name}.",
     )
+    i18n: dict[ShownLanguage, LocalizedPersona] = Field(
+        default_factory=dict,
+        description="display_name, description and greeting as a page in that language shows "
+        "them, e.g. `zh-TW: {display_name: 業務總監}`; the prompt keeps the fields above.",
+    )
+
+    def shown(self, field: str, language: str | None) -> str:
+        """`field` (display_name, description or greeting) as a page in `language` shows it:
+        the `i18n` entry's text when there is one, else the persona's own."""
+        entry = self.i18n.get(language)  # type: ignore[call-overload]
+        localized = getattr(entry, field, "") if entry is not None else ""
+        return localized or getattr(self, field)
 
     @model_validator(mode="before")
     @classmethod

@@ -22,7 +22,7 @@ from pydantic import model_validator as _model_validator
 
 from .errors import InvalidPersona, Problem
 from .loader import _at, _duplicate_keys, _field_label, _find_node, _read_mapping, _schema_message
-from .model import Line, ListItem
+from .model import Line, ListItem, ShownLanguage
 from .registry import PersonaRegistry
 from .storage import VersionStore
 
@@ -92,6 +92,15 @@ class VetoRule(BaseModel):
     )
 
 
+class LocalizedRoundtable(BaseModel):
+    """What a page in another language shows for a roundtable: its name and picker line."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, str_strip_whitespace=True)
+
+    display_name: str = Field("", max_length=60, description="The name in that language.")
+    description: str = Field("", max_length=300, description="The picker's line in it.")
+
+
 class Roundtable(BaseModel):
     """A board of personas answering one question in order; the chair concludes."""
 
@@ -114,6 +123,16 @@ class Roundtable(BaseModel):
     metrics: list[MetricEntry] = Field(
         default_factory=list, max_length=MAX_METRICS, description="Brands or customers."
     )
+    i18n: dict[ShownLanguage, LocalizedRoundtable] = Field(
+        default_factory=dict,
+        description="display_name and description as a page in that language shows them.",
+    )
+
+    def shown(self, field: str, language: str | None) -> str:
+        """`field` (display_name or description) as a page in `language` shows it."""
+        entry = self.i18n.get(language)  # type: ignore[call-overload]
+        localized = getattr(entry, field, "") if entry is not None else ""
+        return localized or getattr(self, field)
 
     @_model_validator(mode="after")
     def _consistent(self) -> Roundtable:
@@ -170,6 +189,9 @@ def _message(err: Any) -> str:
         return "needs at least one member — list persona ids, one `- id` per line"
     if err["type"] == "int_type" and "rounds" in loc:
         return f"expected a whole number of rounds (1 to {MAX_ROUNDS}), got {err.get('input')!r}"
+    if err["type"] == "extra_forbidden" and len(loc) == 3 and loc[0] == "i18n":
+        fields = ", ".join(LocalizedRoundtable.model_fields)
+        return f"unknown field — a roundtable's {loc[1]} entry has {fields}; rename or remove it"
     if err["type"] == "float_type":
         return f"expected a number such as 12.5, got {err.get('input')!r} — write it without quotes"
     return _schema_message(err, ROUNDTABLE_FIELDS)

@@ -88,10 +88,12 @@ def open_page(browser, server, locale: str = "en-US"):
     return context, page
 
 
-def pick_roundtable(page) -> None:
+def pick_roundtable(page, zh: bool = False) -> None:
     page.locator("#chat-persona input").click()
-    page.get_by_role("option", name=re.compile("ERP decision board")).click()
-    expect(badge(page)).to_contain_text("總經理")  # the badge lists the members
+    board = "ERP 決策委員會" if zh else "ERP decision board"
+    page.get_by_role("option", name=re.compile(board)).click()
+    # The badge lists the members, named as the page's language shows them.
+    expect(badge(page)).to_contain_text("🧭 總經理" if zh else "🧭 General Manager")
 
 
 def ask(page, text: str, saved: str = "Remembering 5 messages") -> None:
@@ -118,7 +120,8 @@ def test_a_roundtable_runs_end_to_end_and_reopens_as_it_was(browser, server, fak
 
         bubbles = bot_messages(page)
         expect(bubbles).to_have_count(5)  # the greeting, then one bubble per speaker
-        names = ["📈 Sales Director", "🏭 Production Manager", "💰 Finance Controller", "🧭 總經理"]
+        names = ["📈 Sales Director", "🏭 Production Manager", "💰 Finance Controller"]
+        names.append("🧭 General Manager")
         for index, name in enumerate(names, start=1):
             expect(bubbles.nth(index)).to_contain_text(name)
         expect(bubbles.nth(3)).to_contain_text("FINANCE VETO")
@@ -137,7 +140,7 @@ def test_screenshot_of_a_roundtable_in_traditional_chinese(browser, server):
     context, page = open_page(browser, server, locale="zh-TW")
     try:
         page.locator("#new-chat").click()
-        pick_roundtable(page)
+        pick_roundtable(page, zh=True)
         ask(page, NIKE_ZH, saved="記得 5 則訊息")
         # The veto toast (in Chinese) would cover the last bubble: wait until it has closed
         # itself (clicking each close button raced the toast closing on its own).
@@ -191,8 +194,10 @@ def test_a_zh_tw_browser_gets_the_main_screen_in_traditional_chinese(browser, se
 
 
 # Shown as written on a zh-TW screen: names. The app's and the model's, key names in the
-# input's hint, and the names the data gives — personas, roundtables and the veto label
-# (finance's own words, which the fake model repeats) — whatever language they are in.
+# input's hint, and the names the data gives a zh-TW page — personas and roundtables as their
+# `zh-TW` entries name them ("ERP 決策委員會"), and the veto label (finance's own words, which
+# the fake model repeats). The ERP board's English names ("Sales Director") are not among them:
+# a zh-TW page must show its Chinese ones.
 NAMES = {"Mnemo", "Gemini", "Flash", "API", "Enter", "Shift"}
 
 
@@ -200,9 +205,13 @@ def data_names() -> set[str]:
     names = set()
     for path in [*(ROOT / "personas").glob("*.yaml"), *(ROOT / "personas").glob("roundtables/*")]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        values = [doc.get("display_name"), *(doc.get("parameters") or {}).values()]
+        shown = (doc.get("i18n") or {}).get("zh-TW", {}).get("display_name")
+        values = [shown or doc.get("display_name"), *(doc.get("parameters") or {}).values()]
         names |= {w for v in values if isinstance(v, str) for w in re.findall(r"[A-Za-z]+", v)}
     return names
+
+
+ZH_SEATS = ["📈 業務總監", "🏭 生產經理", "💰 財務長", "🧭 總經理"]
 
 
 # Text a person can see: text nodes that take up room and have a size (the toast's level word,
@@ -253,15 +262,18 @@ def test_a_zh_tw_browser_sees_no_english_after_a_roundtable(browser, server):
         # A first visit: no conversations yet, the default persona's greeting.
         expect(page.locator("#conversations")).to_contain_text("", timeout=WAIT_MS)
         assert english_on_screen(page) == set(), english_on_screen(page)
-        pick_roundtable(page)
+        pick_roundtable(page, zh=True)
         expect(bot_messages(page).first).to_contain_text("每位成員依序發言")
+        expect(badge(page)).to_contain_text("ERP 決策委員會: " + " → ".join(ZH_SEATS))
         # The rename box opens before the turn: text typed into a box its accordion has just
         # mounted can be replaced by the value Gradio is still filling in (see test_browser's
         # test_new_chat_switch_rename_and_delete).
         page.locator("#manage").get_by_text("重新命名 · 記憶 · 刪除").click()
         ask(page, NIKE_ZH, saved="記得 5 則訊息")
-        expect(page.locator(".toast-body").last).to_contain_text("必須否決")
+        expect(page.locator(".toast-body").last).to_contain_text("財務長必須否決")
         expect(badge(page)).to_contain_text("字元")
+        for index, name in enumerate(ZH_SEATS, start=1):  # each bubble opens with its name
+            expect(bot_messages(page).nth(index)).to_contain_text(name)
         # A rename the store refuses (too long) says why, in Chinese.
         name = page.locator("#rename-box input, #rename-box textarea").first
         expect(name).not_to_have_value("")  # the turn has named the conversation

@@ -302,6 +302,38 @@ BAD_YAML = [
     pytest.param(
         "[" * 200, "line 1, column 11: yaml: nested more than 10 levels deep", id="deep-nesting"
     ),
+    pytest.param(
+        MINIMAL + "i18n:\n  zh_TW:\n    display_name: 業務總監\n",
+        "line 5, column 3: i18n.zh_TW: 'zh_TW' is not a language the app is shown in — use en "
+        "or zh-TW",
+        id="i18n-unknown-language",
+    ),
+    pytest.param(
+        MINIMAL + "i18n:\n  zh-TW:\n    display_nam: 業務總監\n",
+        "line 6, column 5: i18n.zh-TW.display_nam: unknown field — did you mean `display_name`?",
+        id="i18n-unknown-field",
+    ),
+    pytest.param(
+        MINIMAL + "i18n:\n  zh-TW: 業務總監\n",
+        "line 5, column 10: i18n.zh-TW: expected the fields shown in zh-TW, got a text — write "
+        "`display_name: ...`",
+        id="i18n-entry-not-a-mapping",
+    ),
+    pytest.param(
+        MINIMAL + "i18n: [zh-TW]\n",
+        "line 4, column 7: i18n: expected a mapping of languages, got a list",
+        id="i18n-not-a-mapping",
+    ),
+    pytest.param(
+        MINIMAL + "i18n:\n  zh-TW:\n    greeting: 門檻 {threshold}%\n",
+        "line 6, column 15: i18n.zh-TW.greeting: unknown placeholder {threshold}",
+        id="i18n-greeting-placeholder",
+    ),
+    pytest.param(
+        MINIMAL + "i18n:\n  en:\n    display_name: " + "x" * 61 + "\n",
+        "line 6, column 19: i18n.en.display_name: is 61 characters; the limit is 60",
+        id="i18n-name-too-long",
+    ),
 ]
 
 
@@ -378,3 +410,27 @@ def test_a_blank_required_field_says_what_to_write():
 
 def test_a_byte_order_mark_is_accepted():
     assert load_persona_text("\ufeff" + MINIMAL).id == "tester"
+
+
+def test_i18n_texts_are_what_a_page_in_that_language_shows_never_the_prompt():
+    sales = load_persona_text((BUILTIN_DIR / "sales.yaml").read_text(encoding="utf-8"))
+    assert sales.shown("display_name", "zh-TW") == "業務總監"
+    assert sales.shown("display_name", "en") == sales.shown("display_name", None)
+    assert sales.shown("display_name", "en") == "Sales Director"
+    assert "業務總監" not in build_system_prompt(sales)
+    finance = load_persona_text((BUILTIN_DIR / "finance.yaml").read_text(encoding="utf-8"))
+    assert "15% 的毛利門檻" in render_greeting(finance, "zh-TW")  # placeholders filled
+    assert render_greeting(finance, "en").startswith("Finance here.")
+    # An entry giving only some texts falls back to the persona's own for the others.
+    assistant = load_persona_text((BUILTIN_DIR / "assistant.yaml").read_text(encoding="utf-8"))
+    assert assistant.shown("display_name", "zh-TW") == "Mnemo"
+
+
+def test_persona_to_yaml_round_trips_i18n_and_leaves_out_what_it_does_not_give():
+    text = MINIMAL + "i18n:\n  zh-TW:\n    display_name: 業務總監\n"
+    persona = load_persona_text(text)
+    dumped = persona_to_yaml(persona)
+    assert "i18n:\n  zh-TW:\n    display_name: 業務總監\n" in dumped
+    assert "greeting" not in dumped
+    assert load_persona_text(dumped) == persona
+    assert "i18n" not in persona_to_yaml(load_persona_text(MINIMAL))

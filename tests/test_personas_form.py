@@ -160,3 +160,15 @@ def test_the_one_dumper_writes_like_the_built_in_files():
     # The form's parameters and persona_to_yaml use the same dumper.
     assert parameters_to_text({"pct": 15, "days": 60}) == "pct: 15\ndays: 60"
     assert load_persona_text(persona_to_yaml(finance())) == finance()
+
+
+def test_a_form_edit_keeps_the_i18n_block_and_the_yaml_round_trips_it():
+    """The form has no i18n fields: an edit there keeps the entries the YAML gives."""
+    values = form_values(finance())._asdict() | {"display_name": "Finance Lead"}
+    merged = apply_form(FINANCE, values)
+    assert merged.problems == []
+    assert merged.persona.display_name == "Finance Lead"
+    assert merged.persona.i18n == finance().i18n
+    assert merged.persona.shown("display_name", "zh-TW") == "財務長"
+    again = apply_form(merged.yaml_text, form_values(merged.persona)._asdict())
+    assert again.persona == merged.persona

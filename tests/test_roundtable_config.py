@@ -92,6 +92,15 @@ BAD = [
     ("id: Duo!\ndisplay_name: D\nmembers: [a]\nchair: b\n", "line 1, column 5: id: 'Duo!'"),
     (MINIMAL + "members: [a]\n", "duplicate key (first set on line 3)"),
     ("members: [a\n", "Roundtable YAML has 1 problem"),
+    (
+        MINIMAL + "i18n:\n  zh:\n    display_name: 二人組\n",
+        "line 6, column 3: i18n.zh: 'zh' is not a language the app is shown in — use en or zh-TW",
+    ),
+    (
+        MINIMAL + "i18n:\n  zh-TW:\n    greeting: 你好\n",
+        "line 7, column 5: i18n.zh-TW.greeting: unknown field — a roundtable's zh-TW entry has "
+        "display_name, description",
+    ),
 ]
 
 
@@ -253,3 +262,10 @@ def test_versions_saved_before_the_namespaces_stay_the_personas(pg_url, monkeypa
     finally:
         for versions in opened:
             versions.close()
+
+
+def test_the_erp_board_has_its_chinese_name_for_a_zh_tw_page():
+    board = load_roundtable_text((ROUNDTABLE_DIR / "erp_board.yaml").read_text(encoding="utf-8"))
+    assert board.shown("display_name", "zh-TW") == "ERP 決策委員會"
+    assert board.shown("display_name", "en") == "ERP decision board"
+    assert board.shown("description", "zh-TW").startswith("業務 → 生產 → 財務")

@@ -14,11 +14,13 @@ from assistant.errors import NothingToRetry, RoundtableUnavailable
 from assistant.gemini import GeminiModel
 from assistant.roundtable import EARLIER_HEADER
 from assistant.runtime import Runtime
+from personas import BUILTIN_DIR, build_system_prompt, load_persona_text
 
 OWNER = "owner-a"
 BOARD = "roundtable:erp_board"
 NIKE = "Should we take the Nike order of 20,000 pairs at list price?"
 ADIDAS = "Should we take the Adidas order of 5,000 pairs?"
+BUILTIN_GM = (BUILTIN_DIR / "general_manager.yaml").read_text(encoding="utf-8")
 ORDER = ["sales", "production", "finance", "general_manager"]
 ANSWERS = {
     "sales": "Sales: the customer is strategic.",
@@ -87,6 +89,27 @@ async def test_members_speak_in_order_each_seeing_the_earlier_answers(facade, fa
     # The sales seat's own temperature, not the chair's.
     assert requests[0].generation_config.get("temperature") == pytest.approx(0.8)
     assert "Adidas: gross margin 18.5%" in requests[0].system_text
+
+
+async def test_the_board_answers_in_the_questions_language_and_knows_both_names(facade, fake):
+    """The general manager alone always replies in 繁體中文 (its `language`); on the board every
+    speaker replies in the question's language instead, so one turn is one language. Each
+    speaker is told the others' names as both pages show them."""
+    conv = await board_conversation(facade)
+    script_answers(fake)
+    await run(facade, conv, NIKE)
+    requests = streamed(fake)
+    for request in requests:
+        assert "Reply in the language the user's question is written in" in request.system_text
+        assert "Always reply in" not in request.system_text
+        assert (
+            "Sales Director (業務總監) → Production Manager (生產經理) → Finance Controller "
+            "(財務長), then 總經理 (General Manager) concludes."
+        ) in request.system_text
+    assert "You speak as 總經理 (General Manager), turn 4 of 4." in requests[3].system_text
+    assert "\nFinance Controller (財務長) vetoed this proposal" in requests[3].system_text
+    alone = build_system_prompt(load_persona_text(BUILTIN_GM))
+    assert "Always reply in 繁體中文" in alone
 
 
 async def test_no_veto_when_the_named_margin_clears_the_threshold(facade, fake):

@@ -7,6 +7,7 @@ import pytest
 
 from assistant.runtime import Runtime
 from ui import chat, views
+from ui.i18n import speaking
 from ui.page import render_chat
 
 OWNER = "owner-a"
@@ -27,11 +28,26 @@ async def test_the_picker_offers_the_roundtable_after_the_personas(rt: Runtime):
     choices = view.persona["choices"]
     assert choices[-1] == ("👥 ERP decision board", BOARD)
     assert view.persona["value"] == BOARD
-    assert "📈 Sales Director → 🏭 Production Manager → 💰 Finance Controller → 🧭 總經理" in (
-        view.badge
+    members = (
+        "📈 Sales Director → 🏭 Production Manager → 💰 Finance Controller → 🧭 General Manager"
     )
+    assert members in view.badge
     greeting = contents(view.chat)[0]
     assert greeting.startswith("👥 **ERP decision board** — ask one question")
+
+
+async def test_a_zh_tw_page_shows_the_boards_names_in_chinese(rt: Runtime):
+    """The names the personas' and the roundtable's `i18n` entries give for zh-TW: picker,
+    badge, greeting (the general manager's own name is Chinese: the English page's is its
+    `en` entry)."""
+    with speaking("zh-TW"):
+        view = await render_chat(rt, OWNER, None, BOARD)
+    assert view.persona["choices"][-1] == ("👥 ERP 決策委員會", BOARD)
+    assert ("📈 業務總監", "sales") in view.persona["choices"]
+    assert "👥 **ERP 決策委員會**: 📈 業務總監 → 🏭 生產經理 → 💰 財務長 → 🧭 總經理" in view.badge
+    greeting = contents(view.chat)[0]
+    assert greeting.startswith("👥 **ERP 決策委員會** — 提出一個問題")
+    assert "最後由總經理做出決定" in greeting
 
 
 async def test_streaming_gives_each_speaker_its_own_bubble_and_reopening_matches(rt, fake):
@@ -51,7 +67,7 @@ async def test_streaming_gives_each_speaker_its_own_bubble_and_reopening_matches
         "📈 **Sales Director**\n\nSales view.",
         "🏭 **Production Manager**\n\nProduction view.",
         "💰 **Finance Controller**\n\nFinance view.",
-        "🧭 **總經理**\n\n總經理決策: ok.",
+        "🧭 **General Manager**\n\n總經理決策: ok.",
     ]
     # A speaker's bubble opens with its header before its first word arrives.
     assert ["Nike order?", "📈 **Sales Director**\n\nSales view.", "🏭 **Production Manager**"] in [
@@ -61,15 +77,29 @@ async def test_streaming_gives_each_speaker_its_own_bubble_and_reopening_matches
     assert contents(reopened.chat) == shown
     assert "Finance Controller · ⛔" not in reopened.inspector
     assert "##### 3. 💰 Finance Controller" in reopened.inspector
+    with speaking("zh-TW"):  # the same turn on a zh-TW page: the names its readers know
+        zh = contents((await render_chat(rt, OWNER, final.conversation_id)).chat)
+    assert zh[2:] == [
+        "📈 **業務總監**\n\nSales view.",
+        "🏭 **生產經理**\n\nProduction view.",
+        "💰 **財務長**\n\nFinance view.",
+        "🧭 **總經理**\n\n總經理決策: ok.",
+    ]
 
 
 def test_the_inspector_shows_each_member_and_marks_the_vetoer():
     from types import SimpleNamespace as NS
 
-    speaker = NS(avatar="💰", display_name="Finance Controller", role="member")
+    from assistant.roundtable import Speaker
+
+    speaker = Speaker(
+        {"zh-TW": {"display_name": "財務長"}}, "finance", "Finance Controller", "💰", "member", 2, 4
+    )
     member = NS(speaker=speaker, system_instruction="SYS", user_message="Q", veto=object())
     text = views.members_markdown([member])
     assert "##### 1. 💰 Finance Controller · ⛔ told to veto" in text
+    with speaking("zh-TW"):
+        assert "##### 1. 💰 財務長 · ⛔" in views.members_markdown([member])
     assert "```text\nSYS\n```" in text and "```text\nQ\n```" in text
 
 

@@ -131,7 +131,7 @@ async def _stream(
         async for event in events:
             if isinstance(event, Speaking):
                 # Each speaker gets its own bubble; the first one takes the empty placeholder.
-                header = views.speaker_header(event.speaker.avatar, event.speaker.display_name)
+                header = views.speaker_header(event.speaker.avatar, views.shown(event.speaker))
                 reply = ""
                 bubble = {"role": "assistant", "content": header}
                 if views.message_text(chat[-1].get("content")):
@@ -140,7 +140,7 @@ async def _stream(
                     chat[-1] = bubble
                 if event.veto is not None and event.speaker.role != "chair":
                     notices.info(
-                        views.veto_note(event.veto, event.speaker.display_name),
+                        views.veto_note(event.veto, views.shown(event.speaker)),
                         title=tr("t_veto"),
                     )
                 yield _streaming(conversation_id, chat)
@@ -287,7 +287,7 @@ async def change_persona(
             change = await facade.set_persona(owner, conversation_id, persona_id)
             if change.changed:
                 notices.info(
-                    tr("persona_changed", name=change.persona.display_name),
+                    tr("persona_changed", name=views.shown(change.persona)),
                     title=tr("t_persona_changed"),
                 )
         return await render_chat(rt, owner, conversation_id, persona_id)

@@ -149,7 +149,7 @@ async def render_chat(
         conversation_id = None
     conversation = opened.conversation
     board = opened.roundtable
-    greeting = opened.persona.greeting
+    greeting = views.shown(opened.persona, "greeting")
     if board is not None:
         greeting = views.roundtable_greeting(board, offline=isinstance(rt.model, LocalModel))
     if conversation is not None:

@@ -118,7 +118,7 @@ async def save_persona(rt: Runtime, owner: str, yaml_text: str) -> Any:
             problems = views.problems_markdown(exc.problems, saved=False)
             return skipped(EditorView)._replace(status=problems)
         notices.info(
-            tr("persona_saved", name=saved.display_name, version=saved.version),
+            tr("persona_saved", name=views.shown(saved), version=saved.version),
             title=tr("t_persona_saved"),
         )
         view = await show_editor(rt, owner, saved.id)
@@ -133,7 +133,7 @@ async def rollback_persona(rt: Runtime, owner: str, persona_id: str, version: in
         facade = await rt.conversations()
         restored = await facade.rollback_persona(owner, persona_id, int(version))
         notices.info(
-            tr("back_to_version", name=restored.display_name, version=restored.version),
+            tr("back_to_version", name=views.shown(restored), version=restored.version),
             title=tr("t_version_restored"),
         )
         return await show_editor(rt, owner, persona_id)
@@ -144,7 +144,7 @@ async def revert_persona(rt: Runtime, owner: str, persona_id: str) -> Any:
         require_owner(owner)
         restored = await (await rt.conversations()).revert_persona(owner, persona_id)
         notices.info(
-            tr("back_to_builtin", name=restored.display_name), title=tr("t_builtin_restored")
+            tr("back_to_builtin", name=views.shown(restored)), title=tr("t_builtin_restored")
         )
         return await show_editor(rt, owner, persona_id)
 

@@ -96,7 +96,7 @@ async def save_board(rt: Runtime, owner: str, yaml_text: str) -> BoardView:
             problems = views.problems_markdown(exc.problems, saved=False)
             return skipped(BoardView)._replace(board_status=problems)
         notices.info(
-            tr("persona_saved", name=saved.display_name, version=saved.version),
+            tr("persona_saved", name=views.shown(saved), version=saved.version),
             title=tr("t_board_saved"),
         )
         view = await show_board(rt, owner, saved.id)
@@ -114,7 +114,7 @@ async def use_board_version(
         facade = await rt.conversations()
         restored = await facade.rollback_roundtable(owner, board, int(version))
         notices.info(
-            tr("back_to_version", name=restored.display_name, version=restored.version),
+            tr("back_to_version", name=views.shown(restored), version=restored.version),
             title=tr("t_version_restored"),
         )
         return await show_board(rt, owner, board)

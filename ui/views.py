@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ui.badge import compact_number, model_label
+from ui.i18n import current_language
 from ui.texts import count, date, known, tr
 
 TITLE_CHARS = 24
@@ -146,9 +147,7 @@ def chat_messages(
         speaker = getattr(turn, "speaker", None)
         if turn.role == "assistant" and speaker:
             info = (speakers or {}).get(speaker)  # None: that persona is gone; show its id
-            header = speaker_header(
-                info.avatar if info else None, info.display_name if info else speaker
-            )
+            header = speaker_header(info.avatar if info else None, shown(info) if info else speaker)
             content = f"{header}\n\n{content}"
         messages.append({"role": turn.role, "content": content})
         if turn.role == "user" and outcome in ("failed", "stopped"):
@@ -309,28 +308,32 @@ def reset_note(result: Any) -> str:
 ROUNDTABLE_AVATAR = "👥"
 
 
+def shown(record: Any, field: str = "display_name") -> str:
+    """A persona's, roundtable's or speaker's `field` as this page's language shows it (its
+    YAML's `i18n` entry for that language, else its own text)."""
+    return record.shown(field, current_language())
+
+
 def roundtable_label(board: Any) -> str:
     """The picker's entry for a roundtable."""
-    return f"{ROUNDTABLE_AVATAR} {board.display_name}"
+    return f"{ROUNDTABLE_AVATAR} {shown(board)}"
 
 
 def roundtable_members(board: Any) -> str:
     """The speakers in order, e.g. '📈 Sales Director → … → 🧭 總經理'."""
-    return " → ".join(
-        plain_markdown(f"{p.avatar or '💬'} {p.display_name}") for p in board.speakers
-    )
+    return " → ".join(plain_markdown(f"{p.avatar or '💬'} {shown(p)}") for p in board.speakers)
 
 
 def roundtable_badge(badge: str, board: Any) -> str:
     """The memory badge of a roundtable chat: the members after the memory line."""
-    name = plain_markdown(board.display_name)
+    name = plain_markdown(shown(board))
     return f"{badge}  \n{ROUNDTABLE_AVATAR} **{name}**: {roundtable_members(board)}"
 
 
 def roundtable_greeting(board: Any, offline: bool) -> str:
     """What opens a roundtable chat (shown, never stored or sent)."""
-    chair = next((p.display_name for p in board.speakers if p.id == board.chair), board.chair)
-    name, chair = plain_markdown(board.display_name), plain_markdown(chair)
+    chair = next((shown(p) for p in board.speakers if p.id == board.chair), board.chair)
+    name, chair = plain_markdown(shown(board)), plain_markdown(chair)
     text = tr(
         "board_greeting",
         avatar=ROUNDTABLE_AVATAR,
@@ -358,7 +361,7 @@ def members_markdown(members: Sequence[Any]) -> str:
     for n, member in enumerate(members, 1):
         speaker = member.speaker
         veto = tr("insp_vetoes") if member.veto is not None and speaker.role != "chair" else ""
-        who = plain_markdown(f"{speaker.avatar or '💬'} {speaker.display_name}")
+        who = plain_markdown(f"{speaker.avatar or '💬'} {shown(speaker)}")
         lines.append(f"##### {n}. {who}{veto}")
         lines.append(_fence(member.system_instruction))
         lines.append(tr("insp_user_message"))
@@ -367,7 +370,7 @@ def members_markdown(members: Sequence[Any]) -> str:
 
 
 def persona_label(persona: Any) -> str:
-    return f"{clip_avatar(persona.avatar)} {persona.display_name}"
+    return f"{clip_avatar(persona.avatar)} {shown(persona)}"
 
 
 _LOCATED = re.compile(r"^line (\d+), column (\d+): ")
@@ -410,14 +413,14 @@ def search_result(result: Any, now: float | None = None) -> str:
     title = marked_html(result.title) if result.title else html.escape(tr("untitled"))
     parts = [f'<div class="hit-title">{html.escape(clip_avatar(avatar))} {title}</div>']
     if hits:
-        assistant_name = persona.display_name if persona else tr("hit_assistant")
+        assistant_name = shown(persona) if persona else tr("hit_assistant")
         who = {"user": tr("hit_you"), "assistant": assistant_name, "summary": tr("hit_summary")}
         newest = hits[0]
         # A roundtable reply is labelled with its speaker (its id when that persona is gone).
         said_by = getattr(newest, "speaker", None)
         if newest.role == "assistant" and said_by:
             info = (getattr(result, "speakers", None) or {}).get(said_by)
-            who["assistant"] = info.display_name if info else said_by
+            who["assistant"] = shown(info) if info else said_by
         speaker = html.escape(who.get(newest.role, newest.role))
         parts.append(
             f'<div class="hit-snippet"><span class="hit-who">{speaker}:</span> '
