@@ -442,12 +442,15 @@ def placeholders(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
-def _pattern(english: str) -> re.Pattern[str]:
-    parts = []
+def sentence_pattern(english: str) -> re.Pattern[str]:
+    """A regex matching what `english.format(...)` writes, each `{name}` a group (a name
+    formatted twice must be the same value both times)."""
+    parts, seen = [], set()
     for literal, name, _, _ in string.Formatter().parse(english):
         parts.append(re.escape(literal))
         if name:
-            parts.append(f"(?P<{name}>.+?)")
+            parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+            seen.add(name)
     return re.compile("".join(parts) + r"\Z", re.S)
 
 
@@ -458,7 +461,7 @@ def known(text: str) -> str:
     if not chinese():
         return text
     for key in STORED:
-        found = _pattern(EN[key]).match(text)
+        found = sentence_pattern(EN[key]).match(text)
         if found:
             return ZH_TW[key].format(**found.groupdict())
     return text

@@ -15,8 +15,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ui import yaml_problems
 from ui.badge import compact_number, model_label
-from ui.i18n import current_language
+from ui.i18n import CHINESE, current_language
 from ui.texts import count, date, known, tr
 
 TITLE_CHARS = 24
@@ -377,13 +378,16 @@ _LOCATED = re.compile(r"^line (\d+), column (\d+): ")
 
 
 def located(problem: str) -> str:
-    """A YAML problem with its place in the page's language ("第 4 行第 3 欄：..."); what is
-    wrong is the validator's English (personas/ writes it; not translated yet)."""
+    """A YAML problem in the page's language: its place ("第 4 行第 3 欄："), then what is
+    wrong (ui/yaml_problems.py translates the validators' sentences for a Chinese page)."""
     found = _LOCATED.match(problem)
+    rest = problem[found.end() :] if found else problem
+    if current_language() == CHINESE:
+        rest = yaml_problems.translate(rest)
     if not found:
-        return problem
+        return rest
     line, column = found.groups()
-    return tr("problem_at", line=line, column=column) + problem[found.end() :]
+    return tr("problem_at", line=line, column=column) + rest
 
 
 def problems_markdown(problems: Iterable[str], saved: bool | None = None) -> str:
