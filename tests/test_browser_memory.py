@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 from test_browser import (  # noqa: F401 - its fixtures, used here by name
     _browser_available,
     badge,
+    bot_messages,
     browser,
     context,
     expect,
@@ -183,3 +185,76 @@ def test_reset_leaves_nothing_to_find(context, server, fake):
     search.fill("zanzibar")
     expect(page.locator("#search-status")).to_contain_text("No matches")
     expect(page.locator("#search-results .gallery-item")).to_have_count(0)
+
+
+def test_pinning_about_me_unticks_the_box_so_the_next_fact_stays_here(context, server):
+    """Issue 16's report: "About me" stayed ticked after a pin, so the next fact typed went to
+    every conversation too."""
+    page = open_app(context, server)
+    send(page, "Planning the Kestrel visit", remembered=2)
+    open_panel(page)
+    about_me = page.locator("#pin-about-me input")
+    about_me.check()
+    page.locator("#new-fact textarea").fill("I live in Porto")
+    page.locator("#pin-fact").click()
+    expect(page.locator("#about-me-facts")).to_contain_text("I live in Porto")
+    expect(about_me).not_to_be_checked()
+    expect(page.locator("#new-fact textarea")).to_have_value("")
+    page.locator("#new-fact textarea").fill("Kestrel visit on Friday")
+    page.locator("#pin-fact").click()
+    expect(page.locator("#pinned-facts")).to_contain_text("Kestrel visit on Friday")
+    expect(page.locator("#about-me-facts")).not_to_contain_text("Kestrel visit")
+
+
+# Where each plot's title and legend end up, against the plot's own box (Vega draws an SVG).
+PLOT_BOXES = """(id) => {
+  const plot = document.getElementById(id), box = plot.getBoundingClientRect();
+  const texts = [...plot.querySelectorAll("svg text")].map(t => {
+    const r = t.getBoundingClientRect();
+    return {text: t.textContent, left: r.left - box.left, right: r.right - box.left};
+  });
+  return {width: box.width, texts};
+}"""
+
+
+def test_the_plots_titles_and_legends_fit_their_plots(context, server):
+    """Issue 16's report: the first plot's title was cut off (and its six-line legend too) in a
+    third of the row."""
+    page = open_app(context, server)
+    send(page, "Hello there", remembered=2)
+    send(page, "And again", remembered=4)
+    open_panel(page)
+    titles = {
+        "plot-parts": "Characters sent, by part",
+        "plot-tokens": "Tokens per reply",
+        "plot-latency": "Seconds per reply",
+    }
+    for plot_id, title in titles.items():
+        plot = page.locator(f"#{plot_id}")
+        plot.scroll_into_view_if_needed()
+        expect(plot.locator("svg text", has_text=title)).to_have_count(1)
+        shown = page.evaluate(PLOT_BOXES, plot_id)
+        outside = [t for t in shown["texts"] if t["left"] < 0 or t["right"] > shown["width"]]
+        assert outside == [], (plot_id, shown["width"], outside)
+    legend = page.locator("#plot-parts svg text", has_text="budget")
+    expect(legend).to_have_count(1)  # the last of the six lines is drawn, inside the box
+
+
+def test_recall_for_the_draft_follows_typing_while_a_reply_streams(context, server, fake, tmp_path):
+    """Issue 16's report: "recall for the draft" was not seen updating within 3 s of typing.
+    Not reproduced (0.0-0.4 s after the last key, also during an 8 s reply); this keeps the
+    preview following the draft while another event of the page is busy streaming."""
+    page = open_app(context, server)
+    open_panel(page)
+    import_text(page, tmp_path, long_export(60))
+    expect(badge(page)).to_contain_text("Remembering 60 messages")
+    gate = threading.Event()
+    fake.reply("Once ", "upon a time.", gate=gate)
+    box = page.locator("#chat-input textarea")
+    box.press_sequentially("Tell me a story.")
+    box.press("Enter")
+    expect(bot_messages(page).last).to_contain_text("Once")  # streaming, held by the gate
+    box.press_sequentially("what was my passport number?")
+    expect(page.locator("#recall-preview")).to_contain_text("K7734")
+    gate.set()
+    expect(badge(page)).to_contain_text("Remembering 62 messages")

@@ -9,8 +9,9 @@ import gradio as gr
 import pytest
 
 from assistant.errors import InvalidInput, NotFound
-from ui import views
+from ui import memory_panel, views
 from ui.badge import badge_text
+from ui.i18n import speaking
 
 OWNER = "ana"
 OTHER = "bob"
@@ -90,6 +91,42 @@ async def test_the_panel_shows_summary_pins_about_me_and_recall(conversations):
     assert new_chat.summary is None and [p.content for p in new_chat.about_me] == [
         "I live in Porto"
     ]
+
+
+async def test_a_zh_tw_page_gets_the_panel_in_chinese(rt, conversations, fake):
+    """Every note the panel's Python writes, and the plots' titles, axes and lines."""
+    conv = await conversations.create(OWNER)
+    await send(conversations, conv.id, "The Kestrel invoice is due on 3 May.")
+    await send(conversations, conv.id, "Thanks")
+    await (await rt.service()).wait_background()
+    await conversations.pin(OWNER, conv.id, "Red line is 15%")
+    await conversations.pin(OWNER, None, "I live in Porto", about_me=True)
+    with speaking("zh-TW"):
+        view = await memory_panel.panel_view(rt, OWNER, conv.id, draft="Kestrel invoice?")
+        empty = memory_panel.empty_panel()
+        status = await conversations.status(OWNER, conv.id)
+        question = views.reset_question(status, "Kestrel")
+        recalled = views.recall_markdown([{"role": "user", "content": "Kestrel is due"}], "K?")
+    assert view.summary_note == "_記憶中還沒有摘要：對話變長時會自動寫下。_"
+    assert view.pins_note.startswith("這段對話釘選了 1 則 · 釘選用了 15／2k 字元（記憶預算共 16k）")
+    assert "「關於我」已關閉：1 則事實保留著，但不會送出。" in view.pins_note
+    assert view.recall_preview == "_沒有較早的內容符合這則訊息。_"  # all four are recent
+    assert recalled == "會喚起 1 則較早的訊息：\n- **你:** Kestrel is due"
+    assert view.plot_parts["title"] == "送出的字元，依部分"
+    assert (view.plot_parts["x_title"], view.plot_parts["y_title"]) == ("回合", "字元")
+    assert set(view.plot_parts["value"]["part"]) == {
+        "角色",
+        "釘選",
+        "摘要",
+        "喚起",
+        "近期",
+        "記憶預算",
+    }
+    assert set(view.plot_tokens["value"]["kind"]) == {"輸入", "輸出"}
+    assert view.plot_latency["title"] == "每次回覆的秒數"
+    assert empty.summary_note == "_還沒有對話：先送出第一則訊息。_"
+    assert empty.pins_note == "_釘選的事實會列在這裡。_"
+    assert question.startswith("要忘掉這段對話嗎？**4 則訊息、1 則釘選的事實和標題「Kestrel」**")
 
 
 async def test_panel_errors_are_user_errors_and_nothing_crosses_owners(conversations):

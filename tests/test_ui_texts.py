@@ -27,7 +27,17 @@ from ui.i18n import current_language, language, remember_language, speaking
 OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 ROOT = Path(__file__).resolve().parent.parent
 # Names that stay as they are in Chinese text: the product, the model, settings, formats.
-NAMES = {"Mnemo", "Gemini", "API", "HTTP", "YAML", "SmolLM", "GEMINI_API_KEY", "GEMINI_MODEL"}
+NAMES = {
+    "Mnemo",
+    "Gemini",
+    "API",
+    "HTTP",
+    "YAML",
+    "JSON",
+    "SmolLM",
+    "GEMINI_API_KEY",
+    "GEMINI_MODEL",
+}
 
 
 def english_words(text: str) -> set[str]:

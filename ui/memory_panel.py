@@ -25,6 +25,7 @@ from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, confirmation, extended, outputs, render_chat
+from ui.texts import count, tr
 
 log = logging.getLogger("mnemo.app")
 
@@ -51,13 +52,39 @@ class PanelView(NamedTuple):
     plot_latency: Any
 
 
+def plots(rows: Any) -> tuple[Any, Any, Any]:
+    """The three plots' data, titles and axes in the page's language (the titles are props the
+    frontend does not translate, so the server writes them with the data)."""
+    parts, tokens, latency = views.plot_frames(rows)
+    turn = tr("plot_turn")
+    return (
+        gr.update(
+            value=parts,
+            title=tr("plot_parts"),
+            x_title=turn,
+            y_title=tr("plot_chars"),
+            color_title=tr("plot_part_legend"),
+        ),
+        gr.update(
+            value=tokens,
+            title=tr("plot_tokens"),
+            x_title=turn,
+            y_title=tr("plot_tokens_axis"),
+            color_title=tr("plot_kind_legend"),
+        ),
+        gr.update(
+            value=latency, title=tr("plot_latency"), x_title=turn, y_title=tr("plot_seconds")
+        ),
+    )
+
+
 def empty_panel() -> PanelView:
-    parts, tokens, latency = views.plot_frames([])
+    parts, tokens, latency = plots([])
     return PanelView(
-        summary_note="_No conversation yet: send a first message._",
+        summary_note=tr("mp_no_conversation"),
         summary_text=gr.update(value="", interactive=False),
         summary_id=None,
-        pins_note="_Pinned facts appear here._",
+        pins_note=tr("mp_pins_empty"),
         pinned_facts=gr.update(choices=[], value=[]),
         about_me_toggle=gr.skip(),
         about_me_facts=gr.skip(),
@@ -84,7 +111,7 @@ async def panel_view(
             about_me_facts=gr.update(choices=views.fact_choices(panel.about_me), value=[]),
             about_me_shown=_ids(panel.about_me),
         )
-    parts, tokens, latency = views.plot_frames(panel.metrics)
+    parts, tokens, latency = plots(panel.metrics)
     return PanelView(
         summary_note=views.summary_note(panel.summary),
         summary_text=gr.update(
@@ -157,17 +184,10 @@ async def save_summary(rt: Runtime, owner: str, conversation_id: str | None, tex
     with user_errors("change the summary"):
         require_owner(owner)
         if not conversation_id:
-            raise notices.error(
-                "This chat has no summary yet: send a first message.", title="No summary yet"
-            )
+            raise notices.error(tr("no_summary_yet"), title=tr("t_no_summary_yet"))
         facade = await rt.conversations()
         written = await facade.write_summary(owner, conversation_id, text)
-        notices.info(
-            "Summary saved: the model gets your text from the next message on."
-            if written
-            else "Summary cleared: the model gets none until the next one is written.",
-            title="Summary",
-        )
+        notices.info(tr("summary_saved" if written else "summary_cleared"), title=tr("t_summary"))
         return await _steered(rt, owner, conversation_id)
 
 
@@ -183,12 +203,15 @@ async def pin_fact(
         require_owner(owner)
         facade = await rt.conversations()
         fact = await facade.pin(owner, conversation_id, text, about_me=bool(about_me))
-        where = "about me" if fact.about_me else "this conversation"
-        notices.info(f"Pinned to {where}: the model always gets it.", title="Pinned")
-        return PinnedView(*await _steered(rt, owner, conversation_id), new_fact="")
+        pinned = tr("pinned_about_me" if fact.about_me else "pinned_here")
+        notices.info(pinned, title=tr("t_pinned"))
+        # The box and the "about me" tick start over: the next fact goes here unless ticked
+        # again (a tick left on sent the next one to every conversation unasked).
+        view = await _steered(rt, owner, conversation_id)
+        return PinnedView(*view, new_fact="", pin_about_me=False)
 
 
-PinnedView = extended(SteeredView, "PinnedView", new_fact=Any)
+PinnedView = extended(SteeredView, "PinnedView", new_fact=Any, pin_about_me=Any)
 
 
 async def unpin_facts(
@@ -198,12 +221,11 @@ async def unpin_facts(
     with user_errors("delete the pinned fact"):
         require_owner(owner)
         if not fact_ids:
-            raise notices.error("Tick the facts to delete first.", title="Nothing ticked")
+            raise notices.error(tr("tick_first"), title=tr("t_nothing_ticked"))
         facade = await rt.conversations()
         for fact_id in fact_ids:
             await facade.unpin(owner, int(fact_id))
-        plural = "s" if len(fact_ids) != 1 else ""
-        notices.info(f"Deleted {len(fact_ids)} pinned fact{plural}.", title="Unpinned")
+        notices.info(count("unpinned", len(fact_ids)), title=tr("t_unpinned"))
         return await _steered(rt, owner, conversation_id)
 
 
@@ -214,12 +236,7 @@ async def toggle_about_me(
         require_owner(owner)
         facade = await rt.conversations()
         on = await facade.set_about_me(owner, bool(enabled))
-        notices.info(
-            "“About me” is on: those facts reach all your conversations."
-            if on
-            else "“About me” is off: those facts stay listed but are not sent.",
-            title="About me",
-        )
+        notices.info(tr("about_me_on" if on else "about_me_off"), title=tr("t_about_me"))
         return await _steered(rt, owner, conversation_id)
 
 
@@ -250,10 +267,7 @@ async def export_file(
     with user_errors("export"):
         require_owner(owner)
         if not everything and not conversation_id:
-            raise notices.error(
-                "This chat is not saved yet: send a first message, then export it.",
-                title="Nothing to export",
-            )
+            raise notices.error(tr("export_unsaved"), title=tr("t_nothing_to_export"))
         facade = await rt.conversations()
         text = await facade.export(owner, None if everything else conversation_id)
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -274,14 +288,13 @@ async def import_file(rt: Runtime, owner: str, upload: Any) -> Any:
     with user_errors("import the file"):
         require_owner(owner)
         if upload is None:
-            raise notices.error("Pick a Mnemo export file (.json) to import.", title="No file")
+            raise notices.error(tr("pick_export"), title=tr("t_no_file"))
         path = Path(upload if isinstance(upload, str) else upload.name)
         facade = await rt.conversations()
         imported = await facade.import_file(owner, await asyncio.to_thread(path.read_bytes))
-        count = len(imported.conversations)
-        notices.info(f"Imported {count} conversation{'s' if count != 1 else ''}.", title="Imported")
+        notices.info(count("imported", len(imported.conversations)), title=tr("t_imported"))
         for note in imported.notes:
-            notices.warning(note, title="Persona differs")
+            notices.warning(note, title=tr("t_persona_differs"))
         first = imported.conversations[0].id if imported.conversations else None
         return await _steered(rt, owner, first)
 
@@ -294,13 +307,8 @@ class DeleteAllConfirm(NamedTuple):
 async def ask_delete_all(rt: Runtime, owner: str) -> DeleteAllConfirm:
     with user_errors("delete your data"):
         require_owner(owner)
-        count = len(await (await rt.conversations()).list(owner, limit=10_000))
-        return DeleteAllConfirm(
-            gr.update(visible=True),
-            f"Delete **all your data**: {count} conversation{'s' if count != 1 else ''} with "
-            "their messages, summaries and pinned facts, your “about me” facts and your saved "
-            "personas? This cannot be undone; export first to keep a copy.",
-        )
+        listed = len(await (await rt.conversations()).list(owner, limit=10_000))
+        return DeleteAllConfirm(gr.update(visible=True), count("delete_all", listed))
 
 
 def cancel_delete_all() -> Any:
@@ -311,7 +319,7 @@ async def confirm_delete_all(rt: Runtime, owner: str) -> Any:
     with user_errors("delete your data"):
         require_owner(owner)
         removed = await (await rt.conversations()).delete_everything(owner)
-        notices.info(f"Deleted all your data ({removed} conversations).", title="Data deleted")
+        notices.info(tr("deleted_all", n=f"{removed:,}"), title=tr("t_data_deleted"))
         view = await _steered(rt, owner, None)
         return DeletedAllView(*view, delete_all_confirm=gr.update(visible=False))
 
@@ -398,36 +406,20 @@ def _render_pins() -> dict[str, Any]:
     return built
 
 
-def _plot(y: str, title: str, y_title: str, elem_id: str, color: str | None = None) -> Any:
-    return gr.LinePlot(
-        x="turn",
-        y=y,
-        color=color,
-        title=title,
-        x_title="Turn",
-        y_title=y_title,
-        elem_id=elem_id,
-        height=260,
-    )
+def _plot(y: str, elem_id: str, color: str | None = None) -> Any:
+    # Titles and axes come with the data (`plots()`), in the page's language.
+    return gr.LinePlot(x="turn", y=y, color=color, elem_id=elem_id, height=260)
 
 
 def _render_plots() -> dict[str, Any]:
     gr.Markdown(t("mp_sent"))
+    # Lines, not stacked bars: the budget is a line of its own to compare against. The parts
+    # plot has the row to itself: a third of it cut its title and its six-line legend.
+    built = {"plot_parts": _plot("chars", "plot-parts", color="part")}
     with gr.Row():
-        # Lines, not stacked bars: the budget is a line of its own to compare against.
-        return {
-            "plot_parts": _plot(
-                "chars",
-                "Characters sent, by part, and the memory budget",
-                "Characters",
-                "plot-parts",
-                color="part",
-            ),
-            "plot_tokens": _plot(
-                "tokens", "Tokens per reply", "Tokens", "plot-tokens", color="kind"
-            ),
-            "plot_latency": _plot("seconds", "Seconds per reply", "Seconds", "plot-latency"),
-        }
+        built["plot_tokens"] = _plot("tokens", "plot-tokens", color="kind")
+        built["plot_latency"] = _plot("seconds", "plot-latency")
+    return built
 
 
 def _render_take() -> dict[str, Any]:
@@ -437,7 +429,7 @@ def _render_take() -> dict[str, Any]:
         built["export_one"] = gr.Button(t("mp_export_one"), size="sm", elem_id="export-one")
         built["export_all"] = gr.Button(t("mp_export_all"), size="sm", elem_id="export-all")
         built["import_file"] = gr.UploadButton(
-            "⬆️ Import", file_types=[".json"], size="sm", elem_id="import-file"
+            t("mp_import"), file_types=[".json"], size="sm", elem_id="import-file"
         )
         built["delete_all"] = gr.Button(
             t("mp_delete_all"), size="sm", variant="stop", elem_id="delete-all"

@@ -16,6 +16,7 @@ import re
 import string
 from typing import Any
 
+from ui import panel_texts
 from ui.i18n import CHINESE, current_language
 
 EN: dict[str, str] = {
@@ -388,6 +389,8 @@ ACTIONS: dict[str, str] = {
     "roll back the roundtable": "回復圓桌會議版本",
 }
 
+EN |= panel_texts.EN
+ZH_TW |= panel_texts.ZH_TW
 CATALOGS = {"en": EN, CHINESE: ZH_TW}
 # Sentences the assistant stores with a reply, as it wrote them (assistant/chat.py's notices).
 STORED = (

@@ -468,12 +468,9 @@ def tool_message(note: str) -> dict[str, Any]:
 def summary_note(summary: Any | None) -> str:
     """Who wrote the summary the model gets, and what it covers."""
     if summary is None:
-        return "_No summary in the memory: it is written when the conversation grows long._"
-    covers = summary.covers_count or 0
-    what = f"covers {covers:,} earlier message{'s' if covers != 1 else ''}"
-    if summary.edited:
-        return f"✏️ **Edited by you** — the model gets your text ({what})."
-    return f"Written by the summarizer ({what}). Edit it and save: the model gets your text."
+        return tr("mp_no_summary")
+    what = count("mp_covers", summary.covers_count or 0)
+    return tr("mp_edited" if summary.edited else "mp_written", what=what)
 
 
 def fact_choices(facts: Iterable[Any]) -> list[tuple[str, int]]:
@@ -486,26 +483,30 @@ def pins_note(pinned: Sequence[Any], about_me: Sequence[Any], about_me_on: bool,
     if about_me_on:
         sent += sum(len(f.content) for f in about_me)
     lines = [
-        f"{len(pinned)} pinned here · {compact_number(sent)} of "
-        f"{compact_number(panel.pin_budget)} characters for pins "
-        f"(of the {compact_number(panel.budget)} memory budget)"
+        tr(
+            "mp_pins_used",
+            n=len(pinned),
+            sent=compact_number(sent),
+            pin_budget=compact_number(panel.pin_budget),
+            budget=compact_number(panel.budget),
+        )
     ]
     if about_me_on:
-        lines.append(f"👤 **About me is on**: {len(about_me)} fact(s) sent in every conversation.")
+        lines.append(count("mp_about_on", len(about_me)))
     elif about_me:
-        lines.append(f"About me is off: {len(about_me)} fact(s) kept but not sent.")
+        lines.append(count("mp_about_off", len(about_me)))
     return "  \n".join(lines)
 
 
 def recall_markdown(recalled: Sequence[dict[str, str]], draft: str | None) -> str:
     """The older turns recall would bring back for the draft."""
     if not (draft or "").strip():
-        return "_Type a message: the older turns it would bring back show here._"
+        return tr("mp_type_draft")
     if not recalled:
-        return "_Nothing older matches this message._"
-    lines = [f"{len(recalled)} older message{'s' if len(recalled) != 1 else ''} would come back:"]
+        return tr("mp_nothing_older")
+    lines = [count("mp_come_back", len(recalled))]
     for turn in recalled:
-        who = "You" if turn["role"] == "user" else "Assistant"
+        who = tr("hit_you") if turn["role"] == "user" else tr("hit_assistant")
         text = " ".join(turn["content"].split())
         lines.append(f"- **{who}:** {html.escape(text[:300])}")
     return "\n".join(lines)
@@ -514,7 +515,7 @@ def recall_markdown(recalled: Sequence[dict[str, str]], draft: str | None) -> st
 def plot_frames(rows: Sequence[Any]) -> tuple[Any, Any, Any]:
     """The panel's plots from stored metrics (numbers, never text), one point per model call
     since the last reset: characters by part and the memory budget they share (the persona's
-    prompt comes on top of it), tokens, and seconds."""
+    prompt comes on top of it), tokens, and seconds; the lines named in the page's language."""
     import pandas as pd
 
     parts, tokens, latency = [], [], []
@@ -523,10 +524,10 @@ def plot_frames(rows: Sequence[Any]) -> tuple[Any, Any, Any]:
         for part in (*PLOT_PARTS, "budget"):  # the memory budget is a line of its own
             value = getattr(m, f"{part}_chars")
             if value is not None:
-                parts.append({"turn": turn, "part": part, "chars": value})
+                parts.append({"turn": turn, "part": tr(f"part_{part}"), "chars": value})
         for kind, value in (("input", m.input_tokens), ("output", m.output_tokens)):
             if value is not None:
-                tokens.append({"turn": turn, "kind": kind, "tokens": value})
+                tokens.append({"turn": turn, "kind": tr(f"kind_{kind}"), "tokens": value})
         if m.latency_ms is not None:
             latency.append({"turn": turn, "seconds": m.latency_ms / 1000})
     return (
@@ -538,16 +539,13 @@ def plot_frames(rows: Sequence[Any]) -> tuple[Any, Any, Any]:
 
 def reset_question(status: Any, title: str | None) -> str:
     """The Reset confirmation: what will go."""
-    gone = [f"{status.total} message{'s' if status.total != 1 else ''}"]
+    gone = [count("messages", status.total)]
     if status.summaries:
-        gone.append("the summary")
+        gone.append(tr("reset_the_summary"))
     own_pins = status.pinned - (status.about_me_pins if status.about_me_on else 0)
     if own_pins:
-        gone.append(f"{own_pins} pinned fact{'s' if own_pins != 1 else ''}")
+        gone.append(count("pins", own_pins))
     if title:
-        gone.append(f"the title “{plain_markdown(title)}”")
-    what = ", ".join(gone[:-1]) + (" and " if len(gone) > 1 else "") + gone[-1]
-    return (
-        f"Forget this conversation? **{what}** will go, and searching will not find them. "
-        "Your “about me” facts stay."
-    )
+        gone.append(tr("reset_the_title", title=plain_markdown(title)))
+    what = tr("reset_list").join(gone[:-1]) + (tr("reset_and") if len(gone) > 1 else "")
+    return tr("reset_question", what=what + gone[-1])
