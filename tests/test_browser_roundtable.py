@@ -322,3 +322,48 @@ def test_the_language_switch_rewrites_what_the_server_wrote(browser, server):
         expect(badge(other)).to_contain_text("還沒有記住任何內容")
     finally:
         context.close()
+
+
+def switch_language(page, shown: str, to: str) -> None:
+    """Gradio's Settings switch: from the language shown (`shown`, as its picker names it) to
+    `to`."""
+    chinese = shown == "繁體中文"
+    page.get_by_text("設定" if chinese else "Settings", exact=True).click()
+    expect(page.get_by_role("heading", name="語言" if chinese else "Language")).to_be_visible()
+    page.evaluate(
+        """(shown) => { const box = [...document.querySelectorAll("input")]
+             .find(e => e.value === shown); box.focus(); box.click(); }""",
+        shown,
+    )
+    page.get_by_role("option", name=to).click()
+    page.keyboard.press("Escape")  # closes the picker's list
+    dialog = page.locator("[role=dialog][aria-modal=true]")
+    dialog.locator("button").first.click()  # the dialog's close button (an ✕ drawn in SVG)
+    expect(dialog).to_have_count(0)
+
+
+def test_two_browsers_switching_languages_keep_their_own(browser, server):
+    """The language is per page session, not per process: a zh-TW browser switched to English
+    and an English one switched to 繁體中文 each keep theirs — labels (the frontend) and what the
+    server writes afterwards (a new chat's badge and greeting, the board's names)."""
+    zh_context, zh_page = open_page(browser, server, locale="zh-TW")
+    en_context, en_page = open_page(browser, server, locale="en-US")
+    try:
+        switch_language(zh_page, "繁體中文", "English")
+        expect(zh_page.locator("#new-chat")).to_have_text("➕ New chat")
+        switch_language(en_page, "English", "繁體中文")
+        expect(en_page.locator("#new-chat")).to_have_text("➕ 新對話")
+        # Each switched after the other: the server writes for each in its own language.
+        for page in (zh_page, en_page):
+            page.locator("#new-chat").click()
+        expect(badge(zh_page)).to_contain_text("Nothing remembered yet")
+        expect(badge(en_page)).to_contain_text("還沒有記住任何內容")
+        pick_roundtable(zh_page)
+        pick_roundtable(en_page, zh=True)
+        expect(bot_messages(zh_page).first).to_contain_text("Sales Director")
+        expect(bot_messages(en_page).first).to_contain_text("業務總監")
+        expect(zh_page.locator("#new-chat")).to_have_text("➕ New chat")
+        expect(en_page.locator("#new-chat")).to_have_text("➕ 新對話")
+    finally:
+        zh_context.close()
+        en_context.close()
