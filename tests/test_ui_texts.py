@@ -327,3 +327,14 @@ async def test_the_switch_rewrites_the_page_but_not_what_is_being_typed(rt, fake
         assert current_language() == "zh-TW"  # and the page's later events too
     assert view.badge.startswith("💤 還沒有記住任何內容")
     assert view.title == gr.skip() and view.conversation_id == gr.skip()
+
+
+def test_the_versions_lists_labels_follow_the_page():
+    with speaking("zh-TW"):
+        assert texts.version_label("v0 · built-in") == "v0 · 內建"
+        assert texts.version_label("v3 · saved 2026-11-30 06:12 UTC") == (
+            "v3 · 儲存於 2026-11-30 06:12 UTC"
+        )
+        assert texts.version_label("something else") == "something else"
+    with speaking("en"):
+        assert texts.version_label("v0 · built-in") == "v0 · built-in"

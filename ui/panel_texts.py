@@ -1,5 +1,6 @@
-"""What the memory panel writes (its notes, lists, plots and notices) and the Reset question, in
-English and 繁體中文. Part of ui/texts.py's catalogs (`tr()`); kept apart for their size."""
+"""What the memory panel writes (its notes, lists, plots and notices), the Reset question and the
+versions lists' labels, in English and 繁體中文.
+Part of ui/texts.py's catalogs (`tr()`); kept apart for their size."""
 
 from __future__ import annotations
 
@@ -79,6 +80,9 @@ EN: dict[str, str] = {
         "first to keep a copy."
     ),
     "deleted_all": "Deleted all your data ({n} conversations).",
+    # the versions lists of the Personas tab (personas/registry.py writes them in English)
+    "version_builtin": "v{version} · built-in",
+    "version_saved": "v{version} · saved {when}",
     # the Reset question
     "reset_the_summary": "the summary",
     "reset_the_title": "the title “{title}”",
@@ -160,6 +164,8 @@ ZH_TW: dict[str, str] = {
         "以及你儲存的角色？這無法復原；想保留副本請先匯出。"
     ),
     "deleted_all": "已刪除你的所有資料（{n} 段對話）。",
+    "version_builtin": "v{version} · 內建",
+    "version_saved": "v{version} · 儲存於 {when}",
     "reset_the_summary": "摘要",
     "reset_the_title": "標題「{title}」",
     "reset_and": "和",

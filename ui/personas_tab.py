@@ -22,7 +22,7 @@ from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, outputs, persona_choices, refresh_chat, skipped
-from ui.texts import tr
+from ui.texts import tr, version_label
 
 _FORM = [(name, Any) for name in FORM_FIELDS]
 # The whole tab for one persona; the form's fields are named as in FORM_FIELDS.
@@ -67,7 +67,8 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
             yaml_text=doc.yaml_text,
             **doc.form,
             versions=gr.update(
-                choices=[(v.label, v.version) for v in doc.versions], value=current.version
+                choices=[(version_label(v.label), v.version) for v in doc.versions],
+                value=current.version,
             ),
             preview=doc.system_prompt,
             status=status,

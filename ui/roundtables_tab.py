@@ -23,7 +23,7 @@ from ui import notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, outputs, refresh_chat, skipped
-from ui.texts import tr
+from ui.texts import tr, version_label
 
 
 class BoardView(NamedTuple):
@@ -63,7 +63,9 @@ async def show_board(rt: Runtime, owner: str, board: str | None) -> BoardView:
             ),
             board_yaml=doc.yaml_text,
             board_versions=gr.update(
-                choices=list(zip(doc.versions, doc.version_numbers, strict=True)),
+                choices=list(
+                    zip(map(version_label, doc.versions), doc.version_numbers, strict=True)
+                ),
                 value=doc.info.version,
             ),
             board_status=_in_use(doc),

@@ -267,10 +267,12 @@ def render(rt: Runtime) -> Sidebar:
                     )
                     confirm_no = gr.Button(t("cancel"), size="sm", elem_id="delete-no")
         token_panel = tokens.render()
-        note = views.model_note(rt.model_name, lead=t("answering"))
-        gr.Markdown(note, elem_id="model-name", elem_classes="muted")
-        if isinstance(rt.model, LocalModel):
+        if isinstance(rt.model, LocalModel):  # its name reads in the page's language
+            gr.Markdown(t("answering_local"), elem_id="model-name", elem_classes="muted")
             gr.Markdown(t("offline_note"), elem_id="offline-note", elem_classes="muted")
+        else:
+            note = views.model_note(rt.model_name, lead=t("answering"))
+            gr.Markdown(note, elem_id="model-name", elem_classes="muted")
     return Sidebar(
         new_chat=new_btn,
         search=search_box,

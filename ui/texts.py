@@ -95,7 +95,8 @@ EN: dict[str, str] = {
         "decides.\n\n{members}"
     ),
     "board_offline": (
-        "_The offline model answers {n} times per message: expect this to take several minutes._"
+        "_The offline model answers {n} times per message, one after another (15–25 s each on"
+        " 2 cores): expect a minute or more, and weak answers._"
     ),
     "veto_note": (
         "{speaker} must veto: {reason} (threshold {threshold}%), decided from the "
@@ -268,7 +269,10 @@ ZH_TW: dict[str, str] = {
     "board_greeting": (
         "{avatar} **{name}** — 提出一個問題：每位成員依序發言，最後由{chair}做出決定。\n\n{members}"
     ),
-    "board_offline": "_離線模型每則訊息要回答 {n} 次：預計需要好幾分鐘。_",
+    "board_offline": (
+        "_離線模型每則訊息要依序回答 {n} 次（雙核心上每次約 15–25 秒）："
+        "預計需要一分鐘以上，回答品質也有限。_"
+    ),
     "veto_note": "{speaker}必須否決：{reason}（門檻 {threshold}%），依業務指標表判定。",
     "insp_empty": "_開始對話後，這裡會顯示模型收到的內容。_",
     "insp_memory": "脈絡中的記憶：**{chars}** / **{budget}** 字元；你的下一則訊息接在後面。",
@@ -455,6 +459,17 @@ def sentence_pattern(english: str) -> re.Pattern[str]:
             parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
             seen.add(name)
     return re.compile("".join(parts) + r"\Z", re.S)
+
+
+def version_label(label: str) -> str:
+    """A versions list's label ("v3 · saved 2026-11-30 06:12 UTC") in this event's language."""
+    if not chinese():
+        return label
+    for key in ("version_builtin", "version_saved"):
+        found = sentence_pattern(EN[key]).match(label)
+        if found:
+            return ZH_TW[key].format(**found.groupdict())
+    return label
 
 
 def known(text: str) -> str:
