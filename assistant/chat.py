@@ -62,7 +62,15 @@ from .errors import (
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
 from .tools import Search, Toolbox, ToolCall, save_note, search_messages
-from .turn_state import INTERRUPTED, STOPPED_EARLY, Admission, ReplyState, outcome_of
+from .turn_state import (
+    INTERRUPTED,
+    STOPPED_EARLY,
+    Admission,
+    ReplyState,
+    error_kind,
+    ms_since,
+    outcome_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -177,15 +185,18 @@ class ChatService:
 
     # -- the turn -----------------------------------------------------------------------
 
-    async def send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[ChatEvent]:
-        """Answer `text` in the conversation, streaming; see the module docstring."""
+    async def send(
+        self, owner: str, conv_id: str, text: str, persona_id: str | None = None
+    ) -> AsyncIterator[ChatEvent]:
+        """Answer `text` in the conversation, streaming; see the module docstring.
+        `persona_id`: the conversation's, when the caller has just read it (one read less)."""
         if is_reset_command(text):
             yield Cleared(await self.reset(owner, conv_id))
             return
         check_message(text)
         admission = await self._admit(owner)
         try:
-            persona, degraded = await self._persona_of(owner, conv_id)
+            persona, degraded = await self._persona_of(owner, conv_id, persona_id)
             context = await self.store.context(owner, conv_id, query=text)
             saved = await self.store.append(owner, conv_id, "user", text)
             degraded = degraded or context.degraded or not saved.saved
@@ -259,7 +270,7 @@ class ChatService:
                         yield await self._tool_note(turn, chunk)
                         continue
                     if turn.first_token_ms is None:
-                        turn.first_token_ms = _ms_since(started)
+                        turn.first_token_ms = ms_since(started)
                     turn.add(chunk)
                     if turn.progress_due():
                         # In the background: the stream never waits for the disk. The final
@@ -322,10 +333,10 @@ class ChatService:
             model=self.model.model_id,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            latency_ms=_ms_since(started),
+            latency_ms=ms_since(started),
             first_token_ms=turn.first_token_ms,
             status=metrics_status,  # type: ignore[arg-type]
-            error_kind=_error_kind(error),
+            error_kind=error_kind(error),
             **turn.sizes,
             persona_id=turn.speaker,
         )
@@ -538,15 +549,16 @@ class ChatService:
                 params={"quota": quota},
             )
 
-    async def _persona_of(self, owner: str, conv_id: str) -> tuple[_Persona, bool]:
+    async def _persona_of(
+        self, owner: str, conv_id: str, known: str | None = None
+    ) -> tuple[_Persona, bool]:
         """The persona of the conversation, as this owner currently has it (edits apply from
-        the next message). Returns (persona, degraded)."""
-        degraded = False
-        persona_id = DEFAULT_PERSONA_ID
-        if is_unsaved(conv_id):
+        the next message; `known`: its persona id, just read). Returns (persona, degraded)."""
+        degraded, persona_id = False, known or DEFAULT_PERSONA_ID
+        if known is None and is_unsaved(conv_id):
             # Created while storage was down: it exists only on screen.
             degraded = True
-        else:
+        elif known is None:
             try:
                 conversation = await self.store.get_conversation(owner, conv_id)
                 persona_id = conversation.persona_id or DEFAULT_PERSONA_ID
@@ -585,15 +597,3 @@ def check_message(text: str) -> None:
         memory_check_message(text)
     except MemoryInvalidInput as exc:
         raise InvalidMessage(str(exc), **condition_of(exc)) from exc
-
-
-def _error_kind(error: BaseException | None) -> str | None:
-    if error is None:
-        return None
-    if isinstance(error, AssistantError):
-        return error.kind
-    return type(error).__name__
-
-
-def _ms_since(started: float) -> int:
-    return round((time.perf_counter() - started) * 1000)

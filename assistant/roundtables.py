@@ -53,9 +53,11 @@ class RoundtableOps:
             return None
 
     async def _send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[Any]:
-        roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
+        persona_id = await self._persona_id(owner, conv_id)
+        roundtable_id = roundtable_id_of(persona_id)
         if roundtable_id is None:
-            events = self.service.send(owner, conv_id, text)
+            # The persona id just read goes along: the service need not read it again.
+            events = self.service.send(owner, conv_id, text, persona_id)
         else:
             events = self.roundtable_runner.send(owner, conv_id, text, roundtable_id)
         async with contextlib.aclosing(events):

@@ -105,3 +105,17 @@ class ReplyState:
         if fresh <= 0 or (self.saving is not None and not self.saving.done()):
             return False
         return fresh >= PROGRESS_CHARS or time.monotonic() - self.saved_at >= PROGRESS_EVERY_S
+
+
+def error_kind(error: BaseException | None) -> str | None:
+    """What a turn's metrics row says went wrong: the error's kind, or its class name."""
+    if error is None:
+        return None
+    if isinstance(error, AssistantError):
+        return error.kind
+    return type(error).__name__
+
+
+def ms_since(started: float) -> int:
+    """Milliseconds since `started` (a time.perf_counter() reading)."""
+    return round((time.perf_counter() - started) * 1000)

@@ -17,6 +17,10 @@ closed loop: N messages always in flight, the server never idle). Scenarios:
   so the server is not saturated.
 - API, instant model, one client at a time (10 clients in turn): one message at a time, the
   server otherwise idle — the baseline, in the same run, for the loaded rows' first byte.
+- The two target rows (closed loop, and 1 s streams) again against the app as it was at
+  PREVIOUS (`git archive` into a temporary directory, served from there), interleaved with
+  this tree's (previous, this, this, previous), so a before/after ratio is taken on the same
+  machine load.
 
 Afterwards every conversation is read back from SQLite: each message sent must be stored
 exactly once, in its own conversation, followed by its own reply (0 lost, 0 duplicated,
@@ -27,12 +31,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import secrets
 import sqlite3
 import subprocess
 import sys
+import tarfile
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,6 +53,9 @@ from bench.config import BenchConfig
 from bench.harness import Table, ms, percentile, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
+# The code the target rows are compared with: main before the first-byte work (urgent writes,
+# one-hop transactions, two readers). Its database schema is this tree's (same migrations).
+PREVIOUS = "eec8fbc"
 PACE_S = 1.0
 STREAM_S = 1.0  # the "stream" model: first chunk at once, the reply over this many seconds
 
@@ -71,14 +81,31 @@ class Run:
 # ---- processes ---------------------------------------------------------------------------
 
 
+def previous_tree(into: Path) -> Path | None:
+    """The app's files at PREVIOUS, extracted into `into` (None: not in this checkout)."""
+    try:
+        tar = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", PREVIOUS],
+            check=True,
+            capture_output=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(into, filter="data")
+    return into
+
+
 @contextlib.contextmanager
-def process(*args: str):
-    """A `python -m bench.api_server ...` process; yields the URL it prints when ready."""
+def process(*args: str, root: Path = ROOT):
+    """A `python -m bench.api_server ...` process run from `root` (this tree, or PREVIOUS's);
+    yields the URL it prints when ready."""
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
     env.pop("MNEMO_QUOTA_PER_HOUR", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.api_server", *args],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
@@ -237,36 +264,56 @@ def verify(db_path: Path, clients: list[Client]) -> dict[str, int]:
 # ---- the benchmark -----------------------------------------------------------------------
 
 
-async def scenario(
-    config: BenchConfig, index: int, name: str, model: str, path: str, pace: float, alone: bool
-) -> Run:
+@dataclass(frozen=True)
+class Scenario:
     """One row: `model` is "instant", "stream" (instant first chunk, 1 s streams) or
     "gemini"; `path` "api" or "ui"; `pace` seconds between a client's messages; `alone`: the
-    clients one after another, so one message at a time (a fifth of them: 200 messages)."""
-    clients_n = config.pick(50, 10, 3) // (5 if alone else 1)
+    clients one after another, so one message at a time (a fifth of them: 200 messages);
+    `previous`: the app at PREVIOUS serves it."""
+
+    name: str
+    model: str
+    path: str
+    pace: float = 0.0
+    alone: bool = False
+    previous: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} · before ({PREVIOUS})" if self.previous else self.name
+
+    @property
+    def target(self) -> bool:
+        """A row the first-byte target is about: the API loaded, instant model, unpaced."""
+        return self.path == "api" and self.model != "gemini" and not self.pace and not self.alone
+
+
+async def scenario(config: BenchConfig, index: int, s: Scenario, previous_root: Path) -> Run:
+    clients_n = config.pick(50, 10, 3) // (5 if s.alone else 1)
     messages = config.pick(20, 5, 2)
     data = config.work_dir / f"api-load-{index}"
-    clients = await prepare(data, clients_n, name.split()[0].lower())
-    run = Run(name)
+    clients = await prepare(data, clients_n, s.name.split()[0].lower())
+    run = Run(s.label)
+    root = previous_root if s.previous else ROOT
     with contextlib.ExitStack() as stack:
         args = ["--data", str(data), "--model", "instant"]
-        if model == "stream":
+        if s.model == "stream":
             args += ["--stream-s", str(STREAM_S)]
-        if model == "gemini":
+        if s.model == "gemini":
             gemini = stack.enter_context(process("--fake-gemini"))
             args = ["--data", str(data), "--model", "gemini", "--gemini-url", gemini]
-        url = stack.enter_context(process(*args))
+        url = stack.enter_context(process(*args, root=root))
         await warm_up(url, data)
-        if alone:
+        if s.alone:
             for client in clients:
-                one = Run(name)
-                await run_api(url, [client], messages, pace, one)
+                one = Run(s.label)
+                await run_api(url, [client], messages, s.pace, one)
                 run.first_byte += one.first_byte
                 run.whole += one.whole
                 run.errors += one.errors
                 run.seconds += one.seconds
-        elif path == "api":
-            await run_api(url, clients, messages, pace, run)
+        elif s.path == "api":
+            await run_api(url, clients, messages, s.pace, run)
         else:
             await run_ui(url, clients, messages, run)
         await asyncio.sleep(0.5)  # background metrics writes after the last reply
@@ -276,15 +323,52 @@ async def scenario(
     return run
 
 
+def _both(name: str, model: str) -> list[Scenario]:
+    """A target row before and after, interleaved so that a drift of the machine's load
+    falls on both alike (previous, this, this, previous)."""
+    before, after = Scenario(name, model, "api", previous=True), Scenario(name, model, "api")
+    return [before, after, after, before]
+
+
+CLOSED = "API · instant model"
+STREAMS = f"API · instant first chunk, {STREAM_S:.0f} s streams"
 BASELINE = "API · instant model · one client at a time (baseline)"
 SCENARIOS = [
-    (BASELINE, "instant", "api", 0.0, True),
-    ("API · instant model", "instant", "api", 0.0, False),
-    (f"API · instant first chunk, {STREAM_S:.0f} s streams", "stream", "api", 0.0, False),
-    ("API · fake Gemini", "gemini", "api", 0.0, False),
-    ("Gradio queue (gradio_client) · instant model", "instant", "ui", 0.0, False),
-    (f"API · instant model · {PACE_S:.0f} s between messages", "instant", "api", PACE_S, False),
+    Scenario(BASELINE, "instant", "api", alone=True),
+    *_both(CLOSED, "instant"),
+    *_both(STREAMS, "stream"),
+    Scenario("API · fake Gemini", "gemini", "api"),
+    Scenario("Gradio queue (gradio_client) · instant model", "instant", "ui"),
+    Scenario(f"API · instant model · {PACE_S:.0f} s between messages", "instant", "api", PACE_S),
 ]
+
+
+def _pooled(runs: list[tuple[Scenario, Run]], name: str, previous: bool) -> list[float]:
+    return [t for s, r in runs if s.name == name and s.previous == previous for t in r.first_byte]
+
+
+def verdicts(runs: list[tuple[Scenario, Run]]) -> list[str]:
+    """Per target row: this tree's first byte (its runs pooled) against the target, the
+    baseline of the same run and PREVIOUS's runs."""
+    baseline = next((r for s, r in runs if s.alone), None)
+    out = []
+    for name in dict.fromkeys(s.name for s, _ in runs if s.target):
+        this, before = _pooled(runs, name, False), _pooled(runs, name, True)
+        if not this:
+            continue
+        p50, p99 = percentile(this, 50) * 1000, percentile(this, 99) * 1000
+        line = f"{name}: p99 {p99:.0f} ms — {'met' if p99 <= 50 else 'missed'} (p50 {p50:.1f} ms"
+        if before:
+            b50, b99 = percentile(before, 50) * 1000, percentile(before, 99) * 1000
+            line += (
+                f"; before ({PREVIOUS}) p50 {b50:.1f}, p99 {b99:.0f} ms: "
+                f"p50 {p50 / b50:.2f}×, p99 {p99 / b99:.2f}× of before"
+            )
+        if baseline is not None and baseline.first_byte:
+            a50, a99 = percentile(baseline.first_byte, 50), percentile(baseline.first_byte, 99)
+            line += f"; one client alone p50 {a50 * 1000:.1f}, p99 {a99 * 1000:.1f} ms"
+        out.append(line + ")")
+    return out
 
 
 async def run(config: BenchConfig) -> None:
@@ -304,49 +388,39 @@ async def run(config: BenchConfig) -> None:
             "lost · duplicated · cross-owner · mismatched",
         ],
     )
-    runs, chosen = [], []
-    for index, (name, model, path, pace, alone) in enumerate(SCENARIOS):
-        if config.size == "tiny" and (pace or model == "stream" or alone):
-            continue  # the smoke test runs the three paths once, briefly
-        chosen.append(SCENARIOS[index])
-        result = await scenario(config, index, name, model, path, pace, alone)
-        runs.append(result)
-        c = result.check
-        table.add(
-            name,
-            f"{len(result.whole) / result.seconds:,.0f}" if result.seconds else "—",
-            ms(percentile(result.first_byte, 50)),
-            ms(percentile(result.first_byte, 99)),
-            ms(percentile(result.whole, 50)),
-            ms(percentile(result.whole, 99)),
-            len(result.errors),
-            f"{c['stored']} / {c['expected']}",
-            f"{c['lost']} · {c['duplicated']} · {c['cross_owner']} · {c['bad_pairs']}",
-        )
-        if result.errors:
-            print(f"{name}: errors, first: {result.errors[:3]}", flush=True)
-    verdicts = []
-    unpaced_api = [
-        r
-        for (_, model, path, pace, alone), r in zip(chosen, runs, strict=True)
-        if path == "api" and model != "gemini" and not pace and not alone
-    ]
-    baseline = next((r for r in runs if r.name == BASELINE), None)
-    for result in unpaced_api:  # the closed loop, and the open streams (when run)
-        p99 = percentile(result.first_byte, 99) * 1000
-        verdict = f"{result.name}: {p99:.0f} ms — {'met' if p99 <= 50 else 'missed'}"
-        if baseline is not None and baseline.first_byte:
-            alone_p50 = percentile(baseline.first_byte, 50) * 1000
-            alone_p99 = percentile(baseline.first_byte, 99) * 1000
-            verdict += (
-                f" (p50 {percentile(result.first_byte, 50) * 1000:.1f} ms; one client alone: "
-                f"p50 {alone_p50:.1f}, p99 {alone_p99:.1f} ms, so p99 {p99 / alone_p99:.1f}×)"
+    runs: list[tuple[Scenario, Run]] = []
+    with tempfile.TemporaryDirectory(prefix="mnemo-previous-", dir=config.work_dir) as tmp:
+        previous_root = previous_tree(Path(tmp))
+        for index, s in enumerate(SCENARIOS):
+            if config.size == "tiny" and (s.pace or s.model == "stream" or s.alone):
+                continue  # the smoke test runs the three paths once, briefly
+            if s.previous and (config.size == "tiny" or previous_root is None):
+                continue  # (PREVIOUS not in this checkout: a shallow clone)
+            result = await scenario(config, index, s, previous_root or ROOT)
+            runs.append((s, result))
+            c = result.check
+            table.add(
+                result.name,
+                f"{len(result.whole) / result.seconds:,.0f}" if result.seconds else "—",
+                ms(percentile(result.first_byte, 50)),
+                ms(percentile(result.first_byte, 99)),
+                ms(percentile(result.whole, 50)),
+                ms(percentile(result.whole, 99)),
+                len(result.errors),
+                f"{c['stored']} / {c['expected']}",
+                f"{c['lost']} · {c['duplicated']} · {c['cross_owner']} · {c['bad_pairs']}",
             )
-        verdicts.append(verdict)
+            print(f"{result.name}: done, load average {os.getloadavg()[0]:.1f}", flush=True)
+            if result.errors:
+                print(f"{result.name}: errors, first: {result.errors[:3]}", flush=True)
     notes = [
         table,
         f"Target: time to first streamed byte added by the server, p99 ≤ 50 ms at "
-        f"{clients_n} concurrent streams (instant model). " + "; ".join(verdicts) + ".",
+        f"{clients_n} concurrent streams (instant model). " + "; ".join(verdicts(runs)) + ".",
+        f"Before/after: the target rows were run twice with this tree and twice with the app "
+        f"at {PREVIOUS} (main before the first-byte work), interleaved previous, this, this, "
+        "previous; the verdict pools each side's two runs. The load average after each row is "
+        "printed while the benchmark runs.",
         "First byte: from sending the request to the first byte of the response body (the "
         "first `delta` event; the status line comes with it, since errors found before the "
         "reply starts are answered as problem documents instead). With the instant model "
@@ -368,4 +442,4 @@ async def run(config: BenchConfig) -> None:
         out_dir=config.out_dir,
         quick=config.quick,
     )
-    print(json.dumps({r.name: r.check for r in runs}), flush=True)
+    print(json.dumps({r.name: r.check for _, r in runs}), flush=True)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 
 import aiosqlite
@@ -45,16 +46,21 @@ class ReplyStore:
         now = self._clock()
         (vector,) = await embed_packed(self.embedder, [content])
         n = len(content)
-        async with self._db.write() as db:
+
+        def rewrite(db: sqlite3.Connection) -> list[tuple]:
             params = (n, turn_id, conv_id, n, now, conv_id, owner, now)
-            rows = await db.execute_fetchall(sql.REPLY_COUNTERS, params)
+            rows = db.execute(sql.REPLY_COUNTERS, params).fetchall()
             if rows:
                 row = (content, outcome, outcome_note, int(outcome is not None), turn_id, conv_id)
-                rows = await db.execute_fetchall(sql.UPDATE_REPLY, row)
+                rows = db.execute(sql.UPDATE_REPLY, row).fetchall()
             if not rows:  # the write rolls back: the counters stay as they were
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             if vector is not None:
-                await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
+                db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
+            return rows
+
+        # One hop to the writer's thread for the whole transaction (Connections.transact).
+        rows = await self._db.transact(rewrite)
         return Turn(
             id=turn_id,
             conversation_id=conv_id,

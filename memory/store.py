@@ -2,16 +2,17 @@
 
 Storage design
 --------------
-- One long-lived aiosqlite connection writes; a second, query-only connection reads. WAL lets
-  the reader see the last commit while a write is running. Writes are serialized by an asyncio
-  lock, and every multi-statement write is one `BEGIN IMMEDIATE ... COMMIT` transaction; a
-  multi-statement read is one snapshot (`BEGIN ... COMMIT` on the reader, under its own lock).
-  memory/connection.py holds the connections and these transactions.
+- One long-lived aiosqlite connection writes; two query-only connections read. WAL lets
+  the readers see the last commit while a write is running. Writes are serialized by a lock
+  with a lane for a user's new message (its reply waits for it), and every multi-statement
+  write is one `BEGIN IMMEDIATE ... COMMIT` transaction; a multi-statement read is one
+  snapshot (`BEGIN ... COMMIT` on an idle reader). memory/connection.py holds the connections
+  and these transactions.
 - Every aiosqlite call is a hop to the connection's thread and back, so hot paths make few:
   context() (conversation, summary, recent turns, recall hits and their neighbours) is one
   SELECT, which is its own snapshot; an append is BEGIN IMMEDIATE, one UPDATE (counters,
-  title, expiry, and the owner/expiry check through RETURNING), one INSERT, COMMIT. All SQL
-  text is in memory/sql.py.
+  title, expiry, and the owner/expiry check through RETURNING), one INSERT, COMMIT, all in one
+  hop (`Connections.transact`). All SQL text is in memory/sql.py.
 - What the model sees is assembled from the context query's rows by a pure function
   (memory/context.py), and rendered there as the one memory note the model receives.
 - Conversations carry counters (messages, active messages, characters, summaries) updated in the
@@ -41,6 +42,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import astuple
@@ -261,33 +263,22 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" and origin is None else None
         (vector,) = await embed_packed(self.embedder, [content])
-        async with self._db.write() as db:
+        row = (conv_id, role, content, when, int(incomplete), speaker, origin, outcome)
+
+        def insert(db: sqlite3.Connection) -> int:
             # The counters, title and expiry first: the UPDATE is also the visibility check
             # (owner, not expired), so a missing conversation changes nothing.
-            visible = await db.execute_fetchall(
-                sql.APPEND_COUNTERS,
-                (len(content), now, now, title, conv_id, owner, now),
-            )
-            if not visible:
+            counters = (len(content), now, now, title, conv_id, owner, now)
+            if not db.execute(sql.APPEND_COUNTERS, counters).fetchall():
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
             # The writer's index_turn trigger adds it to both FTS indexes in this statement.
-            cursor = await db.execute(
-                sql.INSERT_TURN,
-                (
-                    conv_id,
-                    role,
-                    content,
-                    when,
-                    int(incomplete),
-                    speaker,
-                    origin,
-                    outcome,
-                    outcome_note,
-                ),
-            )
-            turn_id = cursor.lastrowid
+            turn_id = db.execute(sql.INSERT_TURN, (*row, outcome_note)).lastrowid
             if vector is not None:
-                await db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
+                db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
+            return turn_id
+
+        # The user's message is urgent: its reply is waiting for it (connection.WriteLock).
+        turn_id = await self._db.transact(insert, urgent=role == "user")
         await self._maybe_purge()
         flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
         flags |= {"outcome": outcome, "outcome_note": outcome_note}
@@ -517,8 +508,8 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         """Record one model call's numbers (never text). Kept when the conversation is deleted,
         so the quota cannot be reset by deleting conversations."""
         check_owner(owner)
-        async with self._db.write() as db:
-            await db.execute(sql.INSERT_METRICS, (owner, conv_id, self._clock(), *astuple(metrics)))
+        row = (owner, conv_id, self._clock(), *astuple(metrics))
+        await self._db.transact(lambda db: db.execute(sql.INSERT_METRICS, row))
 
     async def count_turn_requests(self, owner: str, since: float) -> int:
         """How many model calls the owner made since `since` (epoch seconds): the quota count."""
