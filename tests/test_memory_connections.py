@@ -183,3 +183,32 @@ async def test_closing_waits_for_the_reads_running(tmp_path):
     finish.set()
     assert await reading == [(0,)]
     await closing
+
+
+async def test_a_read_waiting_for_a_reader_when_the_store_closes_is_refused(tmp_path):
+    """Both readers busy, a third read waits; the store closes meanwhile: the waiting read
+    gets a reader back only to say the store is closed (it does not hang, nor run on a
+    closed connection)."""
+    db = await open_connections(tmp_path)
+    started, finish = asyncio.Event(), asyncio.Event()
+    busy = 0
+
+    async def holding() -> None:
+        nonlocal busy
+        async with db.read():
+            busy += 1
+            if busy == READERS:
+                started.set()
+            await finish.wait()
+
+    holders = [asyncio.create_task(holding()) for _ in range(READERS)]
+    await started.wait()
+    waiting = asyncio.create_task(rows(db))
+    await settle()
+    closing = asyncio.create_task(db.close())
+    await settle()
+    finish.set()
+    await asyncio.gather(*holders)
+    await closing
+    with pytest.raises(StorageUnavailable, match="closed"):
+        await asyncio.wait_for(waiting, timeout=10)
