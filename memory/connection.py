@@ -1,4 +1,4 @@
-"""SQLite connections: one writer, two query-only readers, and their transactions.
+"""SQLite connections: one writer, query-only readers (READERS), and their transactions.
 
 Every aiosqlite call is a hop to the connection's thread and back; `read_one()` exists so a
 single-statement read costs one hop, not three (BEGIN, the query, COMMIT), and `transact()`
@@ -54,10 +54,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5_000
-# Query-only connections, each with its own thread: reads run side by side (WAL lets them),
-# so one slow read, or a burst of them, does not hold up a reply's context (bench api_load:
-# with one, a new message's four reads waited p50 27 ms, p99 0.3 s at 50 streams).
-READERS = 2
+# Query-only connections, each with its own thread; a read takes an idle one. One: with two,
+# reads side by side (bench api_load: a new message's reads waited p50 27 ms, p99 0.3 s at 50
+# streams with one) no longer answer in the order they were asked, and a summarization check
+# still reading made the next reply's check skip its fold (summarize_if_needed skips while one
+# runs; test_background_summarization_never_delays_the_reply failed once under load). More
+# readers once that check re-runs instead of skipping.
+READERS = 1
 
 # The full-text indexes the writer adds to in every commit (m004, m005), merged in the
 # background (module docstring).

@@ -2,8 +2,8 @@
 
 Storage design
 --------------
-- One long-lived aiosqlite connection writes; two query-only connections read. WAL lets
-  the readers see the last commit while a write is running. Writes are serialized by a lock
+- One long-lived aiosqlite connection writes; a query-only connection reads. WAL lets
+  the reader sees the last commit while a write is running. Writes are serialized by a lock
   with a lane for a user's new message (its reply waits for it), and every multi-statement
   write is one `BEGIN IMMEDIATE ... COMMIT` transaction; a multi-statement read is one
   snapshot (`BEGIN ... COMMIT` on an idle reader). memory/connection.py holds the connections

@@ -1,6 +1,6 @@
 """The SQLite store's connections under concurrency (memory/connection.py): the write lock's
 lane for urgent writes (a user's new message goes ahead of other replies' saves), whole
-transactions in one hop to the writer's thread, and two readers side by side. Real SQLite
+transactions in one hop to the writer's thread, and reads around a close. Real SQLite
 files in tmp_path and real asyncio tasks; no clocks: orders and outcomes only."""
 
 from __future__ import annotations
@@ -150,19 +150,6 @@ async def test_a_transaction_commits_whole_or_not_at_all(tmp_path):
         await db.close()
     with pytest.raises(StorageUnavailable, match="closed"):
         await db.transact(lambda c: None)
-
-
-async def test_a_read_does_not_wait_for_another_one_to_finish(tmp_path):
-    """With one reader, a second read waited for the open snapshot; with two it runs."""
-    assert READERS == 2
-    db = await open_connections(tmp_path)
-    try:
-        await db.transact(lambda c: c.execute("INSERT INTO t VALUES (7)"))
-        async with db.read() as snapshot:
-            assert await asyncio.wait_for(rows(db), timeout=10) == [(7,)]
-            assert list(await snapshot.execute_fetchall("SELECT n FROM t")) == [(7,)]
-    finally:
-        await db.close()
 
 
 async def test_closing_waits_for_the_reads_running(tmp_path):
