@@ -7,8 +7,7 @@ the module; the tests that generate are marked slow (they still run in CI).
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
+import threading
 
 import pytest
 
@@ -65,22 +64,26 @@ def test_fit_prompt_keeps_the_end_of_an_oversized_message(local):
 
 @pytest.mark.slow
 async def test_streams_a_short_reply_without_blocking_the_loop(local):
-    ticks: list[float] = []
+    # What happened, in order: if generation ran on the event loop, no other task could run
+    # until the reply was over, so no tick could fall between two of its chunks. (Counting
+    # ticks against the clock failed on a loaded machine: it measured the machine.)
+    events: list[str] = []
 
     async def ticker():
         while True:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.01)
+            events.append("tick")
+            await asyncio.sleep(0.005)
 
     ticking = asyncio.create_task(ticker())
-    started = time.perf_counter()
     stream = local.stream(
         "You are a helpful assistant.",
         [{"role": "user", "content": "What is the capital of France?"}],
         Settings(max_output_tokens=24, temperature=0.0),
     )
-    chunks = [chunk async for chunk in stream]
-    elapsed = time.perf_counter() - started
+    chunks = []
+    async for chunk in stream:
+        chunks.append(chunk)
+        events.append("chunk")
     ticking.cancel()
 
     text = "".join(chunks)
@@ -88,9 +91,8 @@ async def test_streams_a_short_reply_without_blocking_the_loop(local):
     assert len(chunks) > 1  # streamed, not delivered at once
     assert 0 < stream.usage.output_tokens <= 24
     assert stream.usage.input_tokens > 10
-    # The event loop kept running while the model worked in its thread.
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    assert len(ticks) > elapsed / 0.05 and max(gaps) < 0.5
+    first, last = events.index("chunk"), len(events) - 1 - events[::-1].index("chunk")
+    assert "tick" in events[first:last], "the event loop was blocked while the model worked"
 
 
 @pytest.mark.slow
@@ -100,11 +102,15 @@ async def test_stopping_frees_the_model_for_the_next_reply(local):
     async for _ in stream:
         break
     await stream.aclose()
-    # The worker stops at its next token, so the next reply is not stuck behind 300 tokens.
-    started = time.perf_counter()
+    # The worker stops at its next token rather than writing all 300: wait for it to end (the
+    # bound only catches a hang), then see where it stopped.
+    for worker in [t for t in threading.enumerate() if t.name == "mnemo-local-model"]:
+        worker.join(120)
+        assert not worker.is_alive(), "the model's worker did not stop"
+    assert stream.finish_reason == "stopped"
+    assert stream.usage.output_tokens < 50
     again = local.stream("", messages, Settings(max_output_tokens=4, temperature=0.0))
     assert "".join([c async for c in again]).strip()
-    assert time.perf_counter() - started < 20
 
 
 @pytest.mark.slow
