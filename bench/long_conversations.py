@@ -49,6 +49,10 @@ TAIL_PAIRS = 35  # the last 70 messages are filler only
 # would find every planted fact and nothing else.
 ACK_IN_FILLER = 0.15
 ASIDE_AFTER_FACT = 0.3
+# Share of everyday turns with a passing remark (and the assistant's word on it). Real chat
+# seldom says the same thing twice; with a remark in most turns, and the reply answering it,
+# a topic's few stock lines no longer make near-identical turns (measured: see bench/README).
+REMARKS = 0.8
 DATE_FORMAT = "%Y-%m-%d"
 FIRST_DAY = dt.datetime(2026, 1, 5, tzinfo=dt.UTC).timestamp()
 KINDS = ("paraphrase", "list", "when", "updated", "distractor")
@@ -360,15 +364,18 @@ def _filler(plan: _Plan) -> list[tuple[str, str]]:
         left -= 1
         i = rng.randrange(len(topic.users))
         extra = rng.sample(topic.more, rng.choice((0, 1, 1, 2)))
-        reply = joiner.join([topic.replies[i], *extra]) + rng.choice(lang.follow_ups)
-        if rng.random() < ACK_IN_FILLER:
-            reply = rng.choice(lang.acks)
         slots = {k: rng.choice(v) for k, v in lang.slots.items()}  # the same in both turns
         user = topic.users[i].format(**slots)
-        if rng.random() < 0.5:
+        reaction = []
+        if rng.random() < REMARKS:
             remark = rng.choice(lang.chatter).format(**slots)
             user = joiner.join([user, remark[0].upper() + remark[1:]])
-        pairs.append((user, reply.format(**slots)))
+            reaction = [rng.choice(lang.reactions)]
+        reply = joiner.join([topic.replies[i], *extra, *reaction]) + rng.choice(lang.follow_ups)
+        if rng.random() < ACK_IN_FILLER:
+            reply = rng.choice(lang.acks)
+        reply = reply.format(**slots)
+        pairs.append((user, reply[0].upper() + reply[1:]))
     return pairs
 
 

@@ -92,6 +92,10 @@ class Language:
     # sourdough"): with their slots they make thousands of distinct sentences, as real chat
     # has, so no summary can keep every user sentence of a long conversation.
     chatter: list[str]
+    # The assistant's word on a passing remark ("If Priya likes sourdough, ask how she
+    # started."): with the remark's slots, so a reply to the same question differs as in real
+    # chat instead of repeating word for word.
+    reactions: list[str]
     paraphrases: list[ParaphraseFact]
     lists: list[ListFact]
     whens: list[WhenFact]

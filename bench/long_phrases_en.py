@@ -816,6 +816,19 @@ FORBIDDEN_IN_FILLER = (
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|the other day)\b"
 )
 
+REACTIONS = [
+    "As for {thing}, try it small first and see if it sticks.",
+    "Funny that {person} brought up {thing}.",
+    "If {person} is into {thing}, ask how they got started.",
+    "{thing} sounds like a good rabbit hole for a quiet evening.",
+    "Feeling {feeling} about {thing} is fair, there is a lot of hype around it.",
+    "I have heard mixed things about {thing}, to be honest.",
+    "{thing} does seem to come up everywhere at the moment.",
+    "Maybe {person} would lend you a hand with {thing}.",
+    "On {thing}: a cheap first step beats a big plan.",
+    "Good on {person} for getting into {thing}.",
+]
+
 ENGLISH = Language(
     code="en",
     persona_id="assistant",
@@ -825,6 +838,7 @@ ENGLISH = Language(
     follow_ups=FOLLOW_UPS,
     asides=ASIDES,
     chatter=CHATTER,
+    reactions=REACTIONS,
     paraphrases=PARAPHRASES,
     lists=LISTS,
     whens=WHENS,

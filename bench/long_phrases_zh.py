@@ -513,6 +513,19 @@ FORBIDDEN_IN_FILLER = (
     "星期[一二三四五六天日]|週[一二三四五六日末]|去年|明年|天前"
 )
 
+REACTIONS = [
+    "至於{thing}，可以先小小試一下，看看合不合適。",
+    "{person}會提到{thing}，真有意思。",
+    "如果{person}對{thing}有興趣，可以問問是怎麼開始的。",
+    "{thing}聽起來很適合安靜的晚上慢慢研究。",
+    "對{thing}感覺{feeling}很正常，畢竟討論的人很多。",
+    "老實說，我聽過不少關於{thing}的不同意見。",
+    "{thing}最近好像真的到處都看得到。",
+    "也許{person}可以幫你入門{thing}。",
+    "關於{thing}，先踏出一小步比做大計畫實際。",
+    "{person}願意嘗試{thing}，很不錯。",
+]
+
 CHINESE = Language(
     code="zh-Hant",
     persona_id="assistant_zh_tw",
@@ -522,6 +535,7 @@ CHINESE = Language(
     follow_ups=FOLLOW_UPS,
     asides=ASIDES,
     chatter=CHATTER,
+    reactions=REACTIONS,
     paraphrases=PARAPHRASES,
     lists=LISTS,
     whens=WHENS,

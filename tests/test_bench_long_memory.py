@@ -214,3 +214,16 @@ def test_the_reply_to_a_turn_does_not_say_whether_it_holds_a_fact():
         facts_not_acked = [i for i in facts if replies[i] not in acks]
         assert len(filler_acked) >= 10, conv.id  # everyday turns answered the same way
         assert facts_not_acked, conv.id  # and facts answered otherwise
+
+
+def test_everyday_chat_seldom_repeats_itself_word_for_word():
+    # Real chat rarely says the same sentence twice; a generator that did flattered recall's
+    # skipping of repeats (issue 11). A topic has a few stock lines, so most turns add a
+    # passing remark and the reply answers it: whole turns differ though lines recur.
+    for conv in corpus(seed=42, n_conversations=2, n_messages=720, per_kind=4):
+        users = [m.content for m in conv.messages if m.role == "user"]
+        long_replies = [
+            m.content for m in conv.messages if m.role == "assistant" and len(m.content) > 60
+        ]
+        assert len(users) - len(set(users)) <= 0.1 * len(users), conv.id
+        assert len(long_replies) - len(set(long_replies)) <= 0.05 * len(long_replies), conv.id
