@@ -38,7 +38,7 @@ class MemoryPolicy:
     summarize_at: int = 101
     summary_chars: int = 2_000
     recall_k: int = 120
-    recall_chars: int = 8_000
+    recall_chars: int = 9_000
     recall_weights: RecallWeights = field(default_factory=RecallWeights)
     timezone: str = "UTC"
     # One summarization folds at most this many turns; a backlog is worked off over passes.
