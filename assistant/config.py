@@ -115,33 +115,29 @@ def port(value: int | str | None = None) -> int:
 def shutdown_grace_s(value: float | str | None = None) -> float:
     """On SIGTERM, how long replies still streaming may take to finish before they are saved as
     incomplete: argument, else $MNEMO_SHUTDOWN_GRACE, else 5 seconds."""
-    raw = value if value is not None else _env("MNEMO_SHUTDOWN_GRACE") or 5
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise ConfigError(
-            f"MNEMO_SHUTDOWN_GRACE must be a number of seconds, not {raw!r}."
-        ) from None
-    if not 0 <= seconds <= 300:
-        raise ConfigError(f"MNEMO_SHUTDOWN_GRACE must be between 0 and 300 seconds, not {raw}.")
-    return seconds
+    return _seconds("MNEMO_SHUTDOWN_GRACE", value, 5, zero_ok=True)
 
 
 def sse_heartbeat_s(value: float | str | None = None) -> float:
     """How long an API reply stream may stay silent (the model thinking) before it sends a
     keep-alive comment, so proxies keep the connection: argument, else $MNEMO_SSE_HEARTBEAT,
     else 15 seconds."""
-    raw = value if value is not None else _env("MNEMO_SSE_HEARTBEAT") or 15
+    return _seconds("MNEMO_SSE_HEARTBEAT", value, 15, zero_ok=False)
+
+
+def _seconds(
+    name: str, value: float | str | None, default: float, *, zero_ok: bool, most: float = 300
+) -> float:
+    """A number of seconds from `value`, else $name, else `default`; at most `most`, and 0 only
+    when `zero_ok`."""
+    raw = value if value is not None else _env(name) or default
     try:
         seconds = float(raw)
     except ValueError:
-        raise ConfigError(
-            f"MNEMO_SSE_HEARTBEAT must be a number of seconds, not {raw!r}."
-        ) from None
-    if not 0 < seconds <= 300:
-        raise ConfigError(
-            f"MNEMO_SSE_HEARTBEAT must be above 0 and at most 300 seconds, not {raw}."
-        )
+        raise ConfigError(f"{name} must be a number of seconds, not {raw!r}.") from None
+    if not ((seconds >= 0 if zero_ok else seconds > 0) and seconds <= most):
+        bounds = "between 0 and" if zero_ok else "above 0 and at most"
+        raise ConfigError(f"{name} must be {bounds} {most:g} seconds, not {raw}.")
     return seconds
 
 
