@@ -36,6 +36,7 @@ __all__ = [
     "SearchResults",
     "TranscriptPage",
     "Turn",
+    "VersionEntry",
 ]
 
 
@@ -120,13 +121,20 @@ class RoundtableInfo(Shown):
 
 
 @dataclass(frozen=True)
+class VersionEntry:
+    """One line of a versions list; the UI words it in the page's language."""
+
+    version: int  # 0 = built-in
+    saved_at: float | None
+
+
+@dataclass(frozen=True)
 class RoundtableDocument:
     """What the roundtable editor shows: the version in use and its history."""
 
     info: RoundtableInfo
     yaml_text: str
-    versions: list[str]  # labels, newest first; the built-in (v0) last
-    version_numbers: list[int]
+    versions: list[VersionEntry]  # newest first; the built-in (v0) last
     disk_error: str | None = None
 
 

@@ -25,7 +25,13 @@ from personas import (
 from .chat import ChatService, Preview
 from .errors import InvalidPersonaYaml, RoundtableUnavailable
 from .failopen import FailOpenStore
-from .records import PersonaInfo, RoundtableDocument, RoundtableDraft, RoundtableInfo
+from .records import (
+    PersonaInfo,
+    RoundtableDocument,
+    RoundtableDraft,
+    RoundtableInfo,
+    VersionEntry,
+)
 from .roundtable import RoundtableRunner, roundtable_id_of, unreadable_roundtable
 
 T = TypeVar("T")
@@ -152,8 +158,7 @@ class RoundtableOps:
             return RoundtableDocument(
                 info=RoundtableInfo.of(found, await self._by_id(owner)),
                 yaml_text=found.yaml_text,
-                versions=[v.label for v in versions],
-                version_numbers=[v.version for v in versions],
+                versions=[VersionEntry(v.version, v.saved_at) for v in versions],
                 disk_error=registry.last_error(roundtable_id),
             )
 

@@ -329,12 +329,13 @@ async def test_the_switch_rewrites_the_page_but_not_what_is_being_typed(rt, fake
     assert view.title == gr.skip() and view.conversation_id == gr.skip()
 
 
+SAVED = 1796019120.0  # 2026-11-30 06:12 UTC
+
+
 def test_the_versions_lists_labels_follow_the_page():
     with speaking("zh-TW"):
-        assert texts.version_label("v0 · built-in") == "v0 · 內建"
-        assert texts.version_label("v3 · saved 2026-11-30 06:12 UTC") == (
-            "v3 · 儲存於 2026-11-30 06:12 UTC"
-        )
-        assert texts.version_label("something else") == "something else"
+        assert texts.version_label(0, None) == "v0 · 內建"
+        assert texts.version_label(3, SAVED) == "v3 · 儲存於 2026-11-30 06:12 UTC"
     with speaking("en"):
-        assert texts.version_label("v0 · built-in") == "v0 · built-in"
+        assert texts.version_label(0, None) == "v0 · built-in"
+        assert texts.version_label(3, SAVED) == "v3 · saved 2026-11-30 06:12 UTC"

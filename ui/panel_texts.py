@@ -80,7 +80,7 @@ EN: dict[str, str] = {
         "first to keep a copy."
     ),
     "deleted_all": "Deleted all your data ({n} conversations).",
-    # the versions lists of the Personas tab (personas/registry.py writes them in English)
+    # the versions lists of the Personas and Roundtables tabs (ui.texts.version_label)
     "version_builtin": "v{version} · built-in",
     "version_saved": "v{version} · saved {when}",
     # the Reset question

@@ -67,7 +67,7 @@ async def show_editor(rt: Runtime, owner: str, persona_id: str | None) -> Any:
             yaml_text=doc.yaml_text,
             **doc.form,
             versions=gr.update(
-                choices=[(version_label(v.label), v.version) for v in doc.versions],
+                choices=[(version_label(v.version, v.saved_at), v.version) for v in doc.versions],
                 value=current.version,
             ),
             preview=doc.system_prompt,

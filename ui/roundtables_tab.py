@@ -63,9 +63,7 @@ async def show_board(rt: Runtime, owner: str, board: str | None) -> BoardView:
             ),
             board_yaml=doc.yaml_text,
             board_versions=gr.update(
-                choices=list(
-                    zip(map(version_label, doc.versions), doc.version_numbers, strict=True)
-                ),
+                choices=[(version_label(v.version, v.saved_at), v.version) for v in doc.versions],
                 value=doc.info.version,
             ),
             board_status=_in_use(doc),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import string
+import time
 from typing import Any
 
 from ui import panel_texts
@@ -461,15 +462,13 @@ def sentence_pattern(english: str) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"\Z", re.S)
 
 
-def version_label(label: str) -> str:
-    """A versions list's label ("v3 · saved 2026-11-30 06:12 UTC") in this event's language."""
-    if not chinese():
-        return label
-    for key in ("version_builtin", "version_saved"):
-        found = sentence_pattern(EN[key]).match(label)
-        if found:
-            return ZH_TW[key].format(**found.groupdict())
-    return label
+def version_label(version: int, saved_at: float | None) -> str:
+    """A versions list's line in this event's language: "v0 · built-in" (version 0 is the
+    built-in file), "v3 · saved 2026-11-30 06:12 UTC"."""
+    if version == 0:
+        return tr("version_builtin", version=version)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(saved_at or 0))
+    return tr("version_saved", version=version, when=when)
 
 
 def known(text: str) -> str:
