@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import uvicorn
@@ -38,14 +39,15 @@ log = logging.getLogger("mnemo.server")
 
 
 class EndLostSessionStreams:
-    """ASGI wrapper: ends Gradio's queue stream for an unknown session cleanly.
+    """ASGI wrapper: ends Gradio's queue streams cleanly where Gradio raises for expected events.
 
     A browser whose session this process does not know (a load balancer moved it from another
     replica, or the app restarted) opens `/gradio_api/queue/data`; Gradio streams it a
     "session not found" message, on which the page starts a new session, and then raises a
     404 inside the response it has already started. uvicorn logs that as "Exception in ASGI
     application" with two tracebacks, for what is an expected event of running replicas.
-    This wrapper logs one line instead and closes the stream Gradio left open.
+    This wrapper logs one line instead and closes the stream Gradio left open. It does the same
+    for the second cleanup of a closed page's streams (`_is_second_cleanup`).
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -67,11 +69,37 @@ class EndLostSessionStreams:
         try:
             await self.app(scope, receive, watched)
         except Exception as exc:
-            if not (sent["start"] and _is_not_found(exc)):
+            if sent["start"] and _is_not_found(exc):
+                log.info(
+                    "a page's event stream named a session this process does not know; told it"
+                )
+            elif _is_second_cleanup(exc):
+                log.info("a closed page's event streams were cleaned up twice; nothing was lost")
+            else:
                 raise
-            log.info("a page's event stream named a session this process does not know; told it")
-            if not sent["end"]:
+            if sent["start"] and not sent["end"]:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _is_second_cleanup(exc: BaseException) -> bool:
+    """Whether `exc` is Gradio's queue stream failing to forget a session it already forgot.
+
+    A page may hold two event streams of one session (a new event's stream opens while the
+    last one is still closing). When the page goes away both are cancelled, and each deletes
+    the session's message queue: the second deletion raises a KeyError (Gradio 6.31,
+    `routes.py`, `sse_stream`). The session is gone either way, so it is not an error.
+    """
+    if not isinstance(exc, KeyError):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code if tb is not None else None
+    return (
+        code is not None
+        and code.co_name == "sse_stream"
+        and Path(code.co_filename).parts[-2:] == ("gradio", "routes.py")
+    )
 
 
 def _is_not_found(exc: BaseException | None) -> bool:

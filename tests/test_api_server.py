@@ -138,13 +138,14 @@ def test_a_page_from_another_replica_is_told_its_session_is_unknown_without_a_tr
     made elsewhere answers "session not found" (the page then starts a new one) and ends; the
     log gets one line, not uvicorn's "Exception in ASGI application"."""
     seen = _Records()
-    # uvicorn's loggers do not propagate to the root logger, so pytest's caplog misses them.
+    # uvicorn's loggers do not propagate to the root logger, so pytest's caplog misses them;
+    # and uvicorn.Config replaces their handlers, so they are watched once the server is up.
     watched = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "mnemo.server")]
-    for logger in watched:
-        logger.addHandler(seen)
-    logging.getLogger("mnemo.server").setLevel(logging.INFO)
     try:
         with api_server(tmp_path, fake.url) as server:
+            for logger in watched:
+                logger.addHandler(seen)
+            logging.getLogger("mnemo.server").setLevel(logging.INFO)
             with httpx.stream(
                 "GET", server.url + "/gradio_api/queue/data", params={"session_hash": "elsewhere"}
             ) as response:
@@ -160,3 +161,71 @@ def test_a_page_from_another_replica_is_told_its_session_is_unknown_without_a_tr
     messages = [r.getMessage() for r in seen.records]
     assert [m for m in messages if "Exception in ASGI application" in m] == [], messages
     assert any("session this process does not know" in m for m in messages), messages
+
+
+def test_a_page_closing_two_event_streams_of_one_session_logs_no_traceback():
+    """A page can hold two queue streams of one session (a new event's stream opens while the
+    last one closes). When it goes away, Gradio 6.31 forgets the session once per stream and
+    the second time raises a KeyError, which uvicorn logged as "Exception in ASGI application"
+    (seen in CI when a browser test closed its page)."""
+    import threading
+
+    import gradio as gr
+    from fastapi import FastAPI
+
+    from api.server import WebServer
+
+    release = threading.Event()
+
+    def slow() -> str:
+        release.wait(30)
+        return "done"
+
+    with gr.Blocks() as demo:
+        out = gr.Textbox()
+        gr.Button("go").click(slow, None, out)
+    # uvicorn.Config sets up uvicorn's loggers (replacing their handlers): watch them after.
+    server = WebServer(gr.mount_gradio_app(FastAPI(), demo, path=""))
+    seen = _Records()
+    watched = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "mnemo.server")]
+    for logger in watched:
+        logger.addHandler(seen)
+    logging.getLogger("mnemo.server").setLevel(logging.INFO)
+    server.start()
+    try:
+        joined = httpx.post(
+            server.url + "/gradio_api/queue/join",
+            json={"fn_index": 0, "data": [], "session_hash": "page", "trigger_id": None},
+        )
+        assert joined.status_code == 200, joined.text
+        streams = []
+        for _ in range(2):
+            client = httpx.Client(timeout=10)
+            request = client.build_request(
+                "GET", server.url + "/gradio_api/queue/data", params={"session_hash": "page"}
+            )
+            response = client.send(request, stream=True)
+            assert response.status_code == 200
+            streams.append((client, response, response.iter_bytes()))
+        assert b'"msg":"estimation"' in next(streams[0][2])  # the first one is streaming
+        for client, response, _ in streams:  # the page goes away
+            response.close()
+            client.close()
+        deadline = time.monotonic() + 10
+        while not any(
+            "cleaned up twice" in m or "Exception in ASGI" in m
+            for m in (r.getMessage() for r in list(seen.records))
+        ):
+            assert time.monotonic() < deadline, [r.getMessage() for r in seen.records]
+            time.sleep(0.05)
+        assert "page" not in demo._queue.pending_messages_per_session
+        assert httpx.get(server.url + "/gradio_api/info").status_code == 200
+    finally:
+        release.set()
+        server.stop()
+        for logger in watched:
+            logger.removeHandler(seen)
+        logging.getLogger("mnemo.server").setLevel(logging.NOTSET)
+    messages = [r.getMessage() for r in seen.records]
+    assert [m for m in messages if "Exception in ASGI application" in m] == [], messages
+    assert any("cleaned up twice" in m for m in messages), messages
