@@ -63,8 +63,18 @@ async def load_postgres(url: str, corpus: Corpus, pool: list[str], ids: list[str
     from bench.mnemo_corpus import owner_of
     from memory.postgres.text import index_cjk, index_words
 
-    search = {text: (index_words(text), index_cjk(text)) for text in set(pool)}
+    texts = sorted(set(pool))
     async with await psycopg.AsyncConnection.connect(url) as conn:
+        # Words as the store writes them: stemmed on the server (mnemo_stem, m010) when this
+        # schema has it (pg_previous loads versions from before it too).
+        cur = await conn.execute("SELECT to_regprocedure('mnemo_stem(tsvector)') IS NOT NULL")
+        stem = "mnemo_stem(w::tsvector)" if (await cur.fetchone())[0] else "w::tsvector"
+        cur = await conn.execute(
+            f"SELECT {stem} FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n",
+            ([index_words(text) for text in texts],),
+        )
+        words = [w for (w,) in await cur.fetchall()]
+        search = {text: (w, index_cjk(text)) for text, w in zip(texts, words, strict=True)}
         cur = await conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
             "AND indexname IN ('turns_words', 'turns_cjk')"

@@ -127,7 +127,7 @@ class Folding:
                 "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, "
                 "covers_from_id, covers_to_id, covers_count, words, cjk) VALUES (%(conv)s, "
                 "'summary', %(text)s, %(now)s, true, %(from)s, %(last)s, %(count)s, "
-                "%(words)s::tsvector, %(cjk)s)",
+                "mnemo_stem(%(words)s::tsvector), %(cjk)s)",
                 {
                     **p,
                     "text": text,

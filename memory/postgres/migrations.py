@@ -13,16 +13,22 @@ on different server connections, so a session lock could be taken on one and nev
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from psycopg import AsyncConnection
+from psycopg.sql import SQL, Identifier, Literal
+
+log = logging.getLogger(__name__)
 
 Migration = Callable[[AsyncConnection], Awaitable[None]]
 MIGRATIONS: list[Migration] = []
 # One lock per schema, so test schemas (and several Mnemo instances in one database) do not
 # wait for each other.
 LOCK_KEY_SQL = "hashtextextended('mnemo.migrate:' || current_schema(), 0)"
+# Turn ids per statement when m010 re-stems the search text (a progress line after each).
+RESTEM_BATCH = 50_000
 
 
 def migration(fn: Migration) -> Migration:
@@ -255,6 +261,76 @@ async def m009_memory_steering(conn: AsyncConnection) -> None:
     )
 
 
+# SQLite's FTS5 `porter` tokenizer stems a token of 3 to 64 bytes and passes the others
+# through; the same bounds here, so both backends index the same words under the same stems.
+_STEM = (
+    "CASE WHEN octet_length({w}) BETWEEN 3 AND 64 "
+    "THEN coalesce((ts_lexize({dictionary}::regdictionary, {w}))[1], {w}) ELSE {w} END"
+)
+# A lexeme as a quoted tsvector or tsquery literal (backslash and quote escaped).
+_QUOTED = r"'''' || replace(replace(stem, '\', '\\'), '''', '''''') || ''''"
+# Positions of words that share a stem merge (tsvector keeps at most 256 per lexeme).
+_STEM_FUNCTION = (
+    "CREATE FUNCTION {name}(words tsvector) RETURNS tsvector LANGUAGE sql IMMUTABLE STRICT "
+    f"PARALLEL SAFE BEGIN ATOMIC SELECT coalesce(string_agg({_QUOTED} "
+    "|| coalesce(':' || positions, ''), ' '), '')::tsvector FROM (SELECT stem, "
+    "string_agg(p::text, ',' ORDER BY p) AS positions FROM (SELECT {stem} AS stem, "
+    "w.positions FROM unnest(words) w) s LEFT JOIN LATERAL unnest(s.positions) p ON true "
+    "GROUP BY stem) g; END"
+)
+# The OR of a query's stemmed words; NULL without words (a CJK-only query), as before.
+_QUERY_FUNCTION = (
+    "CREATE FUNCTION {name}(words tsvector) RETURNS tsquery LANGUAGE sql IMMUTABLE STRICT "
+    f"PARALLEL SAFE BEGIN ATOMIC SELECT string_agg(DISTINCT {_QUOTED}, ' | ')::tsquery "
+    "FROM (SELECT {stem} AS stem FROM unnest(words) w) s; END"
+)
+
+
+@migration
+async def m010_stemmed_words(conn: AsyncConnection) -> None:
+    # English words are stemmed as SQLite's index stems them (FTS5's Porter), so "hiking"
+    # finds "hike" on both backends. The stemmer is PostgreSQL's own Snowball `porter` in a
+    # dictionary without a stop-word list (recall must not lose words); creating it needs
+    # only CREATE on the schema, as on Supabase and Neon. Python still builds the unstemmed
+    # tsvector literal (memory/postgres/text.py): `mnemo_stem()` stems it in the statement
+    # that writes it, `mnemo_query()` turns a query's words into the OR of their stems. The
+    # functions name the dictionary with its schema, so any search_path finds the same one.
+    cur = await conn.execute("SELECT current_schema()")
+    (schema,) = await cur.fetchone()
+    dictionary = Identifier(schema, "mnemo_porter")
+    await conn.execute(
+        SQL(
+            "CREATE TEXT SEARCH DICTIONARY {} (TEMPLATE = pg_catalog.snowball, LANGUAGE = porter)"
+        ).format(dictionary)
+    )
+    stem = SQL(_STEM).format(w=SQL("w.lexeme"), dictionary=Literal(dictionary.as_string(conn)))
+    for name, function in (("mnemo_stem", _STEM_FUNCTION), ("mnemo_query", _QUERY_FUNCTION)):
+        await conn.execute(SQL(function).format(name=Identifier(schema, name), stem=stem))
+    await restem_words(conn, RESTEM_BATCH)
+
+
+async def restem_words(conn: AsyncConnection, batch: int) -> None:
+    """Stem every turn's words (indexed unstemmed before m010), `batch` ids at a time, with
+    progress in the log. The GIN index is dropped first and built once at the end: updating
+    each of its entries in place would cost more than building it whole."""
+    cur = await conn.execute("SELECT count(*), min(id), max(id) FROM turns")
+    total, low, high = await cur.fetchone()
+    if not total:
+        return
+    log.info("Stemming the search index over %d messages", total)
+    started, done = time.perf_counter(), 0
+    await conn.execute("DROP INDEX turns_words")
+    for start in range(low, high + 1, batch):
+        cur = await conn.execute(
+            "UPDATE turns SET words = mnemo_stem(words) WHERE id >= %s AND id < %s",
+            (start, start + batch),
+        )
+        done += cur.rowcount
+        log.info("Search index: %d of %d messages stemmed", done, total)
+    await conn.execute("CREATE INDEX turns_words ON turns USING gin (words)")
+    log.info("Search index stemmed: %d messages in %.1f s", done, time.perf_counter() - started)
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:
@@ -263,11 +339,12 @@ async def applied_migrations(conn: AsyncConnection) -> list[str]:
     return [r[0] for r in await cur.fetchall()]
 
 
-async def migrate(conn: AsyncConnection) -> list[str]:
-    """Apply pending migrations; return the names applied now. Safe to run concurrently from
-    several processes. `conn` must be in autocommit mode (each migration is a transaction)."""
+async def migrate(conn: AsyncConnection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply pending migrations (of `migrations`: all of them unless a test stops at an earlier
+    schema); return the names applied now. Safe to run concurrently from several processes.
+    `conn` must be in autocommit mode (each migration is a transaction)."""
     applied_now = []
-    for fn in MIGRATIONS:
+    for fn in migrations:
         async with conn.transaction():
             await conn.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY_SQL})")
             await conn.execute(

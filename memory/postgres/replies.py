@@ -15,7 +15,7 @@ from .text import check_text, index_cjk, index_words
 # it. Returns the old length (for the counters) and when it was written.
 UPDATE_REPLY_SQL = (
     "UPDATE turns t SET content = %(content)s, outcome = %(outcome)s, outcome_note = %(note)s, "
-    "incomplete = %(incomplete)s, words = %(words)s::tsvector, cjk = %(cjk_text)s "
+    "incomplete = %(incomplete)s, words = mnemo_stem(%(words)s::tsvector), cjk = %(cjk_text)s "
     "FROM (SELECT id, char_length(content) AS old FROM turns WHERE id = %(turn)s) o "
     "WHERE t.id = o.id AND t.conversation_id = %(conv)s AND t.role = 'assistant' "
     "AND NOT t.compacted RETURNING o.old, t.created_at"

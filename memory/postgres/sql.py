@@ -140,7 +140,7 @@ def context_sql(cjk_count: int | None, vectors: bool) -> str:
     inner = _BASE
     if cjk_count is not None:
         ctes += [
-            "q AS (SELECT %(tsq)s::tsquery AS q)",
+            "q AS (SELECT mnemo_query(%(tsq)s::tsvector) AS q)",
             f"hits AS (SELECT {turn_columns('t')}, {_score('t')} AS rank FROM turns t "
             "CROSS JOIN q WHERE t.conversation_id = %(conv)s AND NOT t.is_summary "
             # Only turns older than the recent window are candidates.
@@ -170,7 +170,7 @@ def search_sql(cjk_count: int, char_count: int = 0) -> str:
         match = f"({match} OR {chars})"
     return (
         "SELECT t.id, t.conversation_id, c.title, t.role, t.content, t.created_at, t.speaker "
-        "FROM (SELECT %(tsq)s::tsquery AS q) q, turns t "
+        "FROM (SELECT mnemo_query(%(tsq)s::tsvector) AS q) q, turns t "
         "JOIN conversations c ON c.id = t.conversation_id "
         "WHERE c.owner = %(owner)s AND (c.expires_at IS NULL OR c.expires_at > %(now)s) "
         f"AND {match} ORDER BY t.id DESC LIMIT %(limit)s"
@@ -190,7 +190,7 @@ APPEND_SQL = (
     "t AS (INSERT INTO turns (conversation_id, role, content, created_at, incomplete, speaker, "
     "origin, outcome, outcome_note, words, cjk) SELECT c.id, %(role)s, %(content)s, %(when)s, "
     "%(incomplete)s, %(speaker)s, %(origin)s, %(outcome)s, %(outcome_note)s, "
-    "%(words)s::tsvector, %(cjk_text)s FROM c RETURNING id, conversation_id), "
+    "mnemo_stem(%(words)s::tsvector), %(cjk_text)s FROM c RETURNING id, conversation_id), "
     "v AS (INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
     "SELECT t.id, t.conversation_id, %(model)s, %(vector)s::bytea FROM t "
     "WHERE %(vector)s::bytea IS NOT NULL) "
@@ -232,7 +232,7 @@ APPEND_BATCH_SQL = (
     "t AS (INSERT INTO turns (id, conversation_id, role, content, created_at, incomplete, "
     "speaker, origin, outcome, outcome_note, words, cjk) OVERRIDING SYSTEM VALUE SELECT ids.id, "
     "i.conv, i.role, i.content, i.created_at, i.incomplete, i.speaker, i.origin, i.outcome, "
-    "i.outcome_note, i.words, i.cjk FROM ids JOIN i USING (ord) RETURNING id), "
+    "i.outcome_note, mnemo_stem(i.words), i.cjk FROM ids JOIN i USING (ord) RETURNING id), "
     "v AS (INSERT INTO turn_vectors (turn_id, conversation_id, model, vector) "
     "SELECT ids.id, i.conv, i.model, i.vector FROM ids JOIN i USING (ord) "
     "WHERE i.vector IS NOT NULL) "

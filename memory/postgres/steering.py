@@ -78,14 +78,14 @@ UPSERT_SETTING_SQL = (
 INSERT_EDITED_SUMMARY_SQL = (
     "INSERT INTO turns (conversation_id, role, content, created_at, is_summary, "
     "covers_from_id, covers_to_id, covers_count, origin, words, cjk) "
-    "VALUES (%s, 'summary', %s, %s, true, %s, %s, %s, 'edited', %s::tsvector, %s) "
+    "VALUES (%s, 'summary', %s, %s, true, %s, %s, %s, 'edited', mnemo_stem(%s::tsvector), %s) "
     f"RETURNING {sql.TURN_COLUMNS}"
 )
 INSERT_ARCHIVED_TURN_SQL = (
     "INSERT INTO turns (id, conversation_id, role, content, created_at, is_summary, compacted, "
     "incomplete, covers_from_id, covers_to_id, covers_count, origin, speaker, outcome, "
     "outcome_note, words, cjk) OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s, %s, %s, %s, "
-    "%s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s)"
+    "%s, %s, %s, %s, %s, %s, %s, %s, mnemo_stem(%s::tsvector), %s)"
 )
 # Ids for an archive's turns, taken up front so a summary can name the turns it covers.
 TURN_IDS_SQL = "SELECT nextval(pg_get_serial_sequence('turns', 'id')) FROM generate_series(1, %s)"

@@ -353,7 +353,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO turns (conversation_id, role, content, created_at, words, cjk) "
-                    "VALUES (%s, %s, %s, %s, %s::tsvector, %s)",
+                    "VALUES (%s, %s, %s, %s, mnemo_stem(%s::tsvector), %s)",
                     [(conv_id, r, c, when, index_words(c), index_cjk(c)) for r, c, when in rows],
                 )
                 # The new conversation's turns, in the order they were inserted.

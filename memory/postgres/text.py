@@ -5,8 +5,11 @@ words left out, CJK runs split into overlapping bigrams. So both backends find t
 
 - Words go into a `tsvector` built here as a literal (`'lexeme':positions`) rather than by
   `to_tsvector`: PostgreSQL's parser would split "3.14" or "e-mail" its own way and depend on the
-  server's locale. Queries are `tsquery` literals of the same lexemes. Diacritics are folded on
-  both sides ("Reykjavík" finds "reykjavik"), as FTS5's `remove_diacritics` does.
+  server's locale. Diacritics are folded on both sides ("Reykjavík" finds "reykjavik"), as
+  FTS5's `remove_diacritics` does. The statement that writes the literal stems it on the server
+  (`mnemo_stem()`, migration m010: Snowball's Porter, no stop words), and a query's words, a
+  `tsvector` literal too, become the OR of their stems (`mnemo_query()`): "hiking" finds "hike",
+  as with FTS5's `porter` tokenizer on SQLite.
 - CJK bigrams go into `cjk` as space-separated words (" 拉面 面店 "), indexed by pg_trgm. A
   query bigram becomes `cjk LIKE '% 拉面 %'`: the spaces make it a whole word, so pg_trgm has
   padded trigrams to look up in its index, and a bigram never matches across two words.
@@ -60,12 +63,13 @@ def index_cjk(content: str) -> str | None:
 
 
 def word_query(terms: list[str]) -> str | None:
-    """A `tsquery` literal matching any of the word terms (from query_terms); None if none."""
+    """The word terms (from query_terms) as a `tsvector` literal, unstemmed: the SQL's
+    `mnemo_query()` makes it the OR of their stems. None if there are none."""
     words = dict.fromkeys(
         fold(t) for t in terms[:MAX_QUERY_TERMS] if not is_cjk(t)
     )  # folding can merge two
     words = [w for w in words if len(w.encode()) <= MAX_LEXEME_BYTES]
-    return " | ".join(_quote(w) for w in words) or None
+    return " ".join(_quote(w) for w in words) or None
 
 
 def cjk_patterns(terms: list[str]) -> list[str]:
