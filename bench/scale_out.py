@@ -28,6 +28,7 @@ NAME = "scale_out"
 TITLE = "Scaling out: PostgreSQL beside SQLite"
 URL_ENV = ("MNEMO_BENCH_DATABASE_URL", "MNEMO_TEST_DATABASE_URL")
 FLOOR = "PostgreSQL SELECT 1, same pool"
+BEFORE = "PostgreSQL, the statement as before m011"
 ASYNC = "PostgreSQL, append_commit=async"
 
 
@@ -45,6 +46,22 @@ def _cpu_timed(fn, samples: Samples):
         samples.seconds.append(time.thread_time() - start)
 
     return timed
+
+
+@contextlib.contextmanager
+def _statement_as_before():
+    """context() sending its whole statement, parsed and planned per call, as before migration
+    m011 made it a function the server keeps a plan of: the same code otherwise, in the same
+    rounds, so the table shows what the function changed apart from the machine's load.
+    (interleave() awaits one call at a time, so no other call sees the swap.)"""
+    from memory.postgres import sql
+
+    call = sql.CONTEXT_CALL_SQL
+    sql.CONTEXT_CALL_SQL = sql.context_sql(None, False)
+    try:
+        yield
+    finally:
+        sql.CONTEXT_CALL_SQL = call
 
 
 def _server_url() -> str | None:
@@ -224,16 +241,23 @@ async def _run(config: BenchConfig, pg_url: str) -> None:
 
         cpu: dict[str, Samples] = {}
 
-        def loader(name, with_query):
-            store, conv_ids = stores[name], ids[name]
+        def loader(name, with_query, label=None):
+            store, conv_ids, label = stores[name], ids[name], label or name
             if with_query:
                 return lambda i: store.context(owners[picks[i]], conv_ids[picks[i]], queries[i])
             return _cpu_timed(
                 lambda i: store.context(owners[picks[i]], conv_ids[picks[i]]),
-                cpu.setdefault(name, Samples(name)),
+                cpu.setdefault(label, Samples(label)),
             )
 
         contenders = {n: loader(n, False) for n in stores}
+        before = loader("PostgreSQL", False, BEFORE)
+
+        async def as_before(i):
+            with _statement_as_before():
+                await before(i)
+
+        contenders[BEFORE] = as_before
         # The machine's floor: the cheapest statement through the same pool, in the same
         # rounds (a p99 no context() on this machine can beat).
         contenders[FLOOR] = _cpu_timed(
@@ -246,13 +270,16 @@ async def _run(config: BenchConfig, pg_url: str) -> None:
         ctx = Table(
             f"context() of a random conversation among {corpus.total:,} messages, "
             f"{rounds:,} rounds each, interleaved (load average {load_before} → {_load()})",
-            ["backend", "p50 ms", "p99 ms", "this process's CPU p50 / p99 ms",
-             "with recall p50 ms", "with recall p99 ms"],
+            ["backend", "p50 ms", "p99 ms", "p50 / p99 ÷ the floor's",
+             "this process's CPU p50 / p99 ms", "with recall p50 ms", "with recall p99 ms"],
         )  # fmt: skip
+        floor = plain[FLOOR]
         for name in contenders:
             p, c = plain[name], cpu[name]
+            ratio = f"{p.p50 / floor.p50:.1f}× / {p.p99 / floor.p99:.1f}×"
+            ratio = ratio if name.startswith("PostgreSQL") and name != FLOOR else ""
             r = [ms(recall[name].p50), ms(recall[name].p99)] if name in recall else ["", ""]
-            ctx.add(name, ms(p.p50), ms(p.p99), f"{ms(c.p50)} / {ms(c.p99)}", *r)
+            ctx.add(name, ms(p.p50), ms(p.p99), ratio, f"{ms(c.p50)} / {ms(c.p99)}", *r)
 
         n_conv, per_conv, phases = 50, config.pick(20, 10, 2), config.pick(4, 2, 1)
         # The opt-in that does not wait for each commit's WAL flush, on the same database.

@@ -116,7 +116,11 @@ class Reads:
         with_vectors = self.embedder is not None and bool(query) and bool(policy.recall_k)
         if with_vectors:
             params["model"] = self.embedder.name
-        rows = await self._read(sql.context_sql(cjk_count, with_vectors), params)
+        if cjk_count is None and not with_vectors:
+            statement = sql.CONTEXT_CALL_SQL  # the same rows, from a plan the server keeps
+        else:
+            statement = sql.context_sql(cjk_count, with_vectors)
+        rows = await self._read(statement, params)
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the

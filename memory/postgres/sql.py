@@ -153,6 +153,11 @@ def context_sql(cjk_count: int | None, vectors: bool) -> str:
     return f"WITH {', '.join(ctes)} " + _OUTER.format(inner=inner)
 
 
+# context_sql(None, False) as a call of the function m011_context_function made of it: the
+# server parses and plans a short call instead of the whole statement, whose plan it keeps.
+CONTEXT_CALL_SQL = "SELECT * FROM mnemo_context(%(conv)s, %(owner)s, %(now)s, %(keep)s)"
+
+
 # The turns found by meaning that the keywords did not find (%(ids)s), with their neighbours;
 # rows as context_sql's without the two counters.
 RECALL_TURNS_SQL = (
