@@ -36,6 +36,15 @@ WHERE t.relnamespace = current_schema()::regnamespace
 UNION ALL
 SELECT 'index', indexname, regexp_replace(indexdef, ' ON \\S+\\.', ' ON ')
 FROM pg_indexes WHERE schemaname = current_schema()
+UNION ALL
+SELECT 'function', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+       pg_get_function_result(p.oid) || ' ' || l.lanname || ' ' || p.provolatile::text
+FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+WHERE p.pronamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'dictionary', d.dictname, t.tmplname || coalesce(' ' || d.dictinitoption, '')
+FROM pg_ts_dict d JOIN pg_ts_template t ON t.oid = d.dicttemplate
+WHERE d.dictnamespace = current_schema()::regnamespace
 ORDER BY 1, 2
 """
 
@@ -301,6 +310,14 @@ EXPECTED_SCHEMA = [
         "turns.turns_speaker_check",
         "CHECK (((speaker IS NULL) OR ((char_length(speaker) >= 1) AND (char_length(speaker) <= 80))))",
     ),
+    ("dictionary", "mnemo_porter", "snowball language = 'porter'"),
+    (
+        "function",
+        "mnemo_context(conv text, owner_id text, now_s double precision, keep integer)",
+        "TABLE(message_count integer, active_count integer, kind integer, id bigint, conversation_id text, role text, content text, created_at double precision, is_summary boolean, compacted boolean, covers_from_id bigint, covers_to_id bigint, covers_count integer, incomplete boolean, speaker text, origin text, outcome text, outcome_note text, rank double precision, neighbour_of bigint, vector bytea) plpgsql s",
+    ),
+    ("function", "mnemo_query(words tsvector)", "tsquery sql i"),
+    ("function", "mnemo_stem(words tsvector)", "tsvector sql i"),
     (
         "index",
         "api_tokens_owner",
