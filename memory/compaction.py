@@ -10,6 +10,7 @@ a later call retries. The folded turns stay in the transcript, marked compacted.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,19 +118,26 @@ def log_fold(conv_id: str, fold: Fold, text: str, started: float) -> None:
 async def read_fold(
     db: Connections, policy: MemoryPolicy, clock: Callable[[], float], owner: str, conv_id: str
 ) -> Fold | None:
-    """The turns to fold and the previous summary, in one snapshot; None when not due."""
-    async with db.read() as conn:
-        rows = await conn.execute_fetchall(sql.VISIBLE_CONVERSATION, (conv_id, owner, clock()))
+    """The turns to fold and the previous summary, in one snapshot; None when not due.
+    One hop to the reader (this runs after every reply)."""
+    now = clock()
+
+    def due(conn: sqlite3.Connection) -> tuple[int, list, list] | None:
+        rows = conn.execute(sql.VISIBLE_CONVERSATION, (conv_id, owner, now)).fetchall()
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
         size = fold_size(sql.conversation_from_row(rows[0]), policy)
         if size <= 0:
             return None
         # keep_recent more: enough to see where the next user turn starts.
-        turn_rows = await conn.execute_fetchall(
-            sql.OLDEST_ACTIVE, (conv_id, size + policy.keep_recent)
-        )
-        prev_rows = await conn.execute_fetchall(sql.LATEST_SUMMARY, (conv_id,))
+        turn_rows = conn.execute(sql.OLDEST_ACTIVE, (conv_id, size + policy.keep_recent))
+        previous = conn.execute(sql.LATEST_SUMMARY, (conv_id,)).fetchall()
+        return size, turn_rows.fetchall(), previous
+
+    found = await db.snapshot(due)
+    if found is None:
+        return None
+    size, turn_rows, prev_rows = found
     turns = fold_boundary([sql.turn_from_row(r) for r in turn_rows], size)
     if not turns:
         return None

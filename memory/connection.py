@@ -1,13 +1,17 @@
-"""SQLite connections: one writer, query-only readers (READERS), and their transactions.
+"""SQLite connections: one writer, one query-only reader, and their transactions.
 
-Every aiosqlite call is a hop to the connection's thread and back; `read_one()` exists so a
-single-statement read costs one hop, not three (BEGIN, the query, COMMIT), and `transact()`
-so the writes of every message (append, a reply's saves, metrics) are one hop, not one per
-statement. sqlite3 errors are wrapped in `StorageUnavailable` here, with advice on what to do.
+Every aiosqlite call is a hop to the connection's thread and back; `read_one()` and
+`snapshot()` exist so a read costs one hop, not one per statement plus BEGIN and COMMIT, and
+`transact()` so the writes of every message (append, a reply's saves, metrics) are one hop,
+not one per statement. sqlite3 errors are wrapped in `StorageUnavailable` here, with advice
+on what to do.
 
-Writes wait for the writer in one queue with a lane for urgent ones (`WriteLock`): a user's
-new message, which its reply waits for, goes ahead of other replies' saves and metrics.
-Reads take whichever reader is idle.
+Those one-hop jobs are handed to the connection's thread as they come, side by side: the
+thread runs them back to back in that order. A transaction of several hops (`read()`,
+`write()`) has the connection to itself. Each connection has a `ConnectionGate` for that
+(memory/gate.py, which says why: a lock per connection made a busy event loop the pace of
+every read and write); jobs that wait for a transaction there have a lane for urgent ones: a
+user's new message, which its reply waits for, goes ahead of other replies' saves and metrics.
 
 Checkpoints run on a third connection, in the background. By default SQLite checkpoints inside
 the COMMIT that pushes the WAL past 1,000 pages: that commit copies ~4 MB into the database
@@ -24,10 +28,11 @@ written, one commit merged up to 64 pages per level of the index (in a summariza
 up to 29 ms of the writer thread's CPU instead of about 2). m012 turns that off
 (`automerge = 0`). Once every `MERGE_EVERY_COMMITS` commits (fewer new segments cannot fill a
 level) a background task merges on the writer, in steps of at most `MERGE_PAGES` pages (the
-'merge' command), each a short transaction of its own under the write lock, until no level
+'merge' command), each a short transaction of its own in one hop, until no level
 holds `usermerge` segments. The writer runs the steps, not the checkpointer: a second writing
 connection would make the writer's commits wait in SQLite's busy handler (sleeps of 1, 2, 5,
-10 ms...), where the write lock hands over at once. A commit waits at most one step.
+10 ms...), where the writer's thread runs one job after the other. A commit waits at most
+one step.
 `crisismerge` is the backstop if the steps fall behind: a level that reaches that many
 segments is merged in the commit that adds the last one.
 """
@@ -37,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -46,6 +50,7 @@ from typing import TypeVar
 import aiosqlite
 
 from .errors import StorageUnavailable
+from .gate import ConnectionGate
 from .migrations import migrate
 from .recall import RECALL_TEXT_FUNCTION, bigram_text, conversation_key, owner_key, recall_text
 from .sql import INDEX_TURN_TRIGGER, REINDEX_TURN_TRIGGER
@@ -54,14 +59,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5_000
-# Query-only connections, each with its own thread; a read takes an idle one. One: with two,
-# reads side by side (bench api_load: a new message's reads waited p50 27 ms, p99 0.3 s at 50
-# streams with one) no longer answer in the order they were asked, and a summarization check
-# still reading made the next reply's check skip its fold (summarize_if_needed skips while one
-# runs; test_background_summarization_never_delays_the_reply failed once under load). More
-# readers once that check re-runs instead of skipping.
-READERS = 1
-
 # The full-text indexes the writer adds to in every commit (m004, m005), merged in the
 # background (module docstring).
 FTS_TABLES = ("turns_fts", "recall_fts")
@@ -141,70 +138,14 @@ async def index_turns(db: aiosqlite.Connection) -> None:
     await db.execute(REINDEX_TURN_TRIGGER)
 
 
-class WriteLock:
-    """The writer's lock, with a lane for urgent writes: when it is released, an urgent
-    waiter goes first, then the others, each lane in arrival order.
-
-    Urgent is the user's new message, which its reply waits for (the model is called only once
-    it is saved). Under load the writer is busy with other replies' progress and final saves,
-    metrics and FTS5 merges, which nobody waits for yet; in one plain FIFO queue a new message
-    waited behind all of them (bench api_load, 50 streams: p50 25 ms, p99 0.2-1 s). The lock is
-    handed to the next waiter directly (it never looks free in between), so nobody barges.
-    """
-
-    def __init__(self) -> None:
-        self._held = False
-        self._lanes: tuple[deque[asyncio.Future[None]], deque[asyncio.Future[None]]] = (
-            deque(),  # urgent
-            deque(),
-        )
-
-    def locked(self) -> bool:
-        return self._held
-
-    async def acquire(self, urgent: bool = False) -> None:
-        if not self._held and not any(self._lanes):
-            self._held = True
-            return
-        lane = self._lanes[0 if urgent else 1]
-        turn = asyncio.get_running_loop().create_future()
-        lane.append(turn)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self.release()  # handed over just as we were cancelled: pass it on
-            else:
-                lane.remove(turn)
-            raise
-
-    def release(self) -> None:
-        for lane in self._lanes:
-            while lane:
-                turn = lane.popleft()
-                if not turn.done():
-                    turn.set_result(None)  # still held: now by that waiter
-                    return
-        self._held = False
-
-    @asynccontextmanager
-    async def turn(self, urgent: bool = False) -> AsyncIterator[None]:
-        await self.acquire(urgent)
-        try:
-            yield
-        finally:
-            self.release()
-
-    async def __aenter__(self) -> None:
-        await self.acquire()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.release()
-
-
 class Connections:
-    """The writer (behind its WriteLock) and the readers of one database file, and the
-    connection that checkpoints the WAL in the background (see the module docstring)."""
+    """The writer and the reader of one database file, each behind its ConnectionGate,
+    and the connection that checkpoints the WAL in the background (see the module docstring).
+
+    One reader: its thread answers reads in the order they were asked, so a read after a
+    write sees it. With two side by side, a summarization check still reading made the next
+    reply's check skip its fold (summarize_if_needed skips while one runs), and reads that
+    are one hop each gain little from a second thread under one GIL."""
 
     def __init__(
         self,
@@ -212,18 +153,13 @@ class Connections:
         reader: aiosqlite.Connection,
         path: Path,
         checkpointer: aiosqlite.Connection | None = None,
-        more_readers: tuple[aiosqlite.Connection, ...] = (),
     ):
         self.writer = writer
         self.reader = reader
-        self.readers = (reader, *more_readers)
         self.path = path
         self.checkpointer = checkpointer
-        self._write_lock = WriteLock()
-        # Readers not in use; a read waits here for one (each has its own thread).
-        self._idle_readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
-        for each in self.readers:
-            self._idle_readers.put_nowait(each)
+        self._write_gate = ConnectionGate()
+        self._read_gate = ConnectionGate()
         self._checkpoint: asyncio.Task[None] | None = None
         self._checkpoint_again = False
         self.checkpoints = 0  # completed background checkpoints (tests, benchmarks)
@@ -236,17 +172,15 @@ class Connections:
     @classmethod
     async def open(cls, path: Path) -> Connections:
         """Create (and migrate) the file as needed; StorageUnavailable when it cannot."""
-        writer = None
-        readers: list[aiosqlite.Connection] = []
+        writer = reader = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             writer = await connect(path)
             await migrate(writer)
             await index_turns(writer)
-            for _ in range(READERS):
-                readers.append(await connect(path, query_only=True))
+            reader = await connect(path, query_only=True)
         except (sqlite3.Error, OSError) as exc:
-            for conn in (writer, *readers):
+            for conn in (writer, reader):
                 if conn is not None:
                     with suppress(Exception):
                         await conn.close()
@@ -261,7 +195,7 @@ class Connections:
                 with suppress(Exception):
                     await checkpointer.close()
             checkpointer = None
-        return cls(writer, readers[0], path, checkpointer, tuple(readers[1:]))
+        return cls(writer, reader, path, checkpointer)
 
     async def close(self) -> None:
         if self.closed:
@@ -271,17 +205,15 @@ class Connections:
             if task is not None:
                 with suppress(Exception):
                     await task
-        async with self._write_lock:
-            for _ in self.readers:  # every reader idle: no read is running
-                await self._idle_readers.get()
+        # Alone on both: every write and read running has finished; those still waiting
+        # are let in afterwards and refuse (_check_open).
+        async with self._write_gate.alone(), self._read_gate.alone():
             # The checkpointer first: the last connection to close checkpoints the whole WAL
             # and deletes it, and that should be the writer, which knows no reader is left.
-            for conn in (self.checkpointer, *self.readers, self.writer):
+            for conn in (self.checkpointer, self.reader, self.writer):
                 if conn is not None:
                     with suppress(Exception):
                         await conn.close()
-            for each in self.readers:  # a read still waiting for one gets it, and refuses
-                self._idle_readers.put_nowait(each)
 
     async def checkpointed(self) -> None:
         """Wait for the background checkpoint running now, if any (tests, benchmarks)."""
@@ -315,8 +247,8 @@ class Connections:
 
     async def _merge_fts(self) -> None:
         """Merge the FTS5 indexes a step at a time until a pass over them merges nothing
-        and no commit came meanwhile. Each step takes the write lock behind the writes
-        already waiting for it, so a commit waits at most one step."""
+        and no commit came meanwhile. Each step is a job on the writer's thread behind the
+        writes already handed to it, so a commit waits at most one step."""
         try:
             while not self.closed:
                 self._merge_again, self._unmerged_commits = False, 0
@@ -332,16 +264,12 @@ class Connections:
             log.warning("background FTS5 merge in %s failed: %s", self.path, exc)
 
     async def _merge_step(self, table: str) -> bool:
-        """One 'merge' of at most MERGE_PAGES pages, in its own transaction; True when it
-        merged something (FTS5's documented test: total_changes() grew by 2 or more)."""
-        async with self._write_lock:
+        """One 'merge' of at most MERGE_PAGES pages, in its own transaction (one hop); True
+        when it merged something (FTS5's documented test: total_changes() grew by 2 or more)."""
+        async with self._write_gate.job():
             if self.closed:
                 return False
-            before = self.writer.total_changes
-            await self.writer.execute(
-                f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (MERGE_PAGES,)
-            )
-            merged = self.writer.total_changes - before >= 2
+            merged = await self.writer._execute(_merge_once, self.writer, table)
         self.merge_steps += merged
         return merged
 
@@ -362,11 +290,12 @@ class Connections:
             raise StorageUnavailable("The memory store is closed.")
 
     @asynccontextmanager
-    async def write(self, urgent: bool = False) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction on the writer connection (BEGIN IMMEDIATE ... COMMIT);
-        `urgent`: ahead of the writes waiting that are not (see WriteLock)."""
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction on the writer connection (BEGIN IMMEDIATE ... COMMIT), its
+        statements awaited one by one: the writer is this transaction's alone meanwhile."""
         self._check_open()
-        async with self._write_lock.turn(urgent):
+        async with self._write_gate.alone():
+            self._check_open()  # the store closed while this write waited
             db = self.writer
             try:
                 await db.execute("BEGIN IMMEDIATE")
@@ -392,12 +321,13 @@ class Connections:
         """`work(connection)` as one write transaction run whole on the writer's thread: one
         hop there and back instead of one per statement (BEGIN, each statement, COMMIT).
 
-        For the writes of every message (append, a reply's saves, metrics). Under load each
-        hop waits for the busy event loop to resume the coroutine, with the write lock held
-        all along: at 50 streams that made a five-statement append hold it for 1.2-1.5 ms at the
-        median and 12-70 ms at p99. `work` runs in that thread: plain sqlite3, no awaiting."""
+        For the writes of every message (append, a reply's saves, metrics): under load each
+        hop waits for the busy event loop to resume the coroutine. A job beside the others
+        (ConnectionGate); `urgent`: ahead of the jobs that are not while they wait for a
+        transaction. `work` runs in that thread: plain sqlite3, no awaiting."""
         self._check_open()
-        async with self._write_lock.turn(urgent):
+        async with self._write_gate.job(urgent):
+            self._check_open()
             try:
                 # aiosqlite (pinned) has no public call for "run this on the connection's
                 # thread"; _execute is what each of its own methods uses for that.
@@ -408,19 +338,13 @@ class Connections:
         return result
 
     @asynccontextmanager
-    async def _reader(self) -> AsyncIterator[aiosqlite.Connection]:
-        db = await self._idle_readers.get()
-        try:
-            self._check_open()  # the store closed while this read waited for a reader
-            yield db
-        finally:
-            self._idle_readers.put_nowait(db)
-
-    @asynccontextmanager
     async def read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A consistent snapshot on the reader connection."""
+        """A consistent snapshot on the reader connection, its statements awaited one by one:
+        the reader is this read's alone meanwhile (`snapshot` is one hop)."""
         self._check_open()
-        async with self._reader() as db:
+        async with self._read_gate.alone():
+            self._check_open()  # the store closed while this read waited
+            db = self.reader
             try:
                 await db.execute("BEGIN")
                 try:
@@ -432,12 +356,38 @@ class Connections:
 
     async def read_one(self, sql: str, params: tuple | dict[str, object]) -> list[tuple]:
         """One statement on the reader: its own snapshot, no BEGIN/COMMIT round trips."""
+        return await self.snapshot(lambda conn: conn.execute(sql, params).fetchall())
+
+    async def snapshot(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(connection)` in one read transaction run whole on the reader's thread (one
+        consistent snapshot, one hop), beside the other reads (ConnectionGate). `work` runs
+        in that thread: plain sqlite3, no awaiting."""
         self._check_open()
-        async with self._reader() as db:
+        async with self._read_gate.job():
+            self._check_open()  # the store closed while this read waited
             try:
-                return list(await db.execute_fetchall(sql, params))
+                return await self.reader._execute(_in_snapshot, self.reader, work)
             except sqlite3.Error as exc:
                 raise unavailable(exc, self.path) from exc
+
+
+def _in_snapshot(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """On the reader's thread: `work` in one read transaction (a single statement needs
+    none: SQLite reads it from one snapshot)."""
+    conn = db._conn
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _merge_once(db: aiosqlite.Connection, table: str) -> bool:
+    """On the writer's thread: one FTS5 'merge' step; whether it merged anything."""
+    conn = db._conn
+    before = conn.total_changes
+    conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
+    return conn.total_changes - before >= 2
 
 
 def _in_transaction(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:

@@ -277,7 +277,7 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
                 db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
             return turn_id
 
-        # The user's message is urgent: its reply is waiting for it (connection.WriteLock).
+        # The user's message is urgent: its reply is waiting for it (memory/gate.py).
         turn_id = await self._db.transact(insert, urgent=role == "user")
         await self._maybe_purge()
         flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
