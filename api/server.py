@@ -21,7 +21,6 @@ import asyncio
 import gc
 import logging
 import socket
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -34,7 +33,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 GRACEFUL_SHUTDOWN_S = 10.0
 AFTER_STOP_S = 1.0  # after on_stop, what open connections get before they are cut
-SWITCH_INTERVAL_S = 0.0005  # the GIL's switch interval while serving (see WebServer.run)
 T = TypeVar("T")
 log = logging.getLogger("mnemo.server")
 
@@ -211,11 +209,6 @@ class WebServer:
     def run(self) -> Any:
         """Serve until interrupted (Ctrl+C or SIGTERM), then shut down gracefully; returns
         what `on_stop` returned."""
-        # The event loop hands work to threads (aiosqlite's connections, persona files) and
-        # waits for their answers; a thread that has its answer must take the GIL back from
-        # the busy loop thread, which by default lets it wait up to 5 ms per hop. At 50
-        # streams a write's five hops made that most of its time under the lock.
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
         settle_heap()  # the app is built: what is alive now lives as long as the process
         self.server.run(sockets=[self.sock])
         return self.server.stopped_with
