@@ -148,10 +148,11 @@ def settle_heap() -> int:
     about 310,000 tracked objects) lives as long as the process, yet each full collection
     walked all of it again. Objects that live a second, as a streaming reply's do, reach the
     oldest generation quickly, so at 50 streams a full collection came every 5-10 s and
-    stopped the event loop for 190-580 ms (bench api_load on a loaded machine; 100-170 ms
-    on an idle one): every message then in flight waited for it. Frozen, those objects are
-    never walked, and a full collection took 5-50 ms in the same runs. Reference counting
-    still frees them; only a cycle among them would stay, and they are the app itself."""
+    stopped the event loop for 190-580 ms (bench api_load on a loaded machine; those of
+    starting up took 100-170 ms at load 2): every message then in flight waited for it.
+    Frozen, those objects are never walked, and a full collection took 5-50 ms in the same
+    runs. Reference counting still frees them; only a cycle among them would stay, and they
+    are the app itself."""
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()

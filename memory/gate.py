@@ -14,7 +14,7 @@ Why not one lock for every job, as before: under load the event loop is slow to 
 hop is handed to the next waiter only when the loop runs the holder again, and taken only
 when it runs the waiter. One lock per connection made the reader and the writer serve one job
 per pass or two of the loop, whatever SQLite's own time: on the bench's bursts of 50 messages
-(bench api_load) a token check waited up to 0.35-0.8 s for the reader while each read took
+(bench api_load) a token check waited 0.1-0.8 s for the reader while each read took
 0.1-2 ms on its thread.
 
 Jobs that find a transaction holding the connection, or waiting for it, wait in two lanes:
