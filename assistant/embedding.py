@@ -75,6 +75,7 @@ class WordLlamaEmbedder:
     name = f"wordllama-{WORDLLAMA_MODEL}-{WORDLLAMA_DIMS}"
     dims = WORDLLAMA_DIMS
     knows_cjk = False  # its Chinese vectors are noise (measured on bench long_memory)
+    averages_tokens = True  # a question is embedded without its function words
 
     def __init__(self, table: np.ndarray, tokenizer: object) -> None:
         self._table = table  # (vocabulary, dims) float16

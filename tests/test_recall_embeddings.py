@@ -15,7 +15,7 @@ from memory_backends import rows
 from assistant.embedding import EmbedderUnavailable, GeminiEmbedder, WordLlamaEmbedder
 from memory import MemoryPolicy, open_store, render_memory
 from memory.packing import RecallWeights
-from memory.vectors import Embedder
+from memory.vectors import Embedder, query_embedding_text
 
 FILLER = [
     ("What should we cook tonight?", "Maybe a vegetable soup with bread."),
@@ -229,6 +229,56 @@ async def test_a_chinese_question_is_recalled_by_characters_when_the_model_knows
     assert "我最近開始上大提琴課，手指痠得要命。" in [r.turn.content for r in ctx.recalled]
     await store.context("ana", conv.id, query="How are the cello lessons going?")
     assert len(embedder.texts) == written + 1
+
+
+def test_a_question_is_embedded_by_its_content_words_under_a_static_model():
+    assert query_embedding_text("What's my hometown?") == "hometown"
+    assert query_embedding_text("Who is my manager now?") == "manager now"  # "now" says when
+    assert query_embedding_text("What do I do for a living?") == "living"
+    assert query_embedding_text("Is it?") == "Is it?"  # nothing left: the question as it is
+
+
+async def test_only_a_token_averaging_embedder_gets_the_question_without_function_words(
+    memory_backend, wordllama
+):
+    class Recording:
+        name, dims = wordllama.name, 256
+
+        def __init__(self, averages_tokens):
+            self.averages_tokens = averages_tokens
+            self.texts = []
+
+        async def embed(self, texts):
+            self.texts += list(texts)
+            return wordllama.embed_now(texts)
+
+    for averages, expected in ((True, "hometown"), (False, "What's my hometown?")):
+        embedder = Recording(averages)
+        store = await memory_backend.open(embedder=embedder)
+        conv = await store.create_conversation("ana")
+        await store.append("ana", conv.id, "user", "I grew up in a fishing village.")
+        await store.context("ana", conv.id, query="What's my hometown?")
+        assert embedder.texts == ["I grew up in a fishing village.", expected]
+        await store.close()
+
+
+async def test_a_static_model_ranks_a_paraphrase_higher_without_the_function_words(wordllama):
+    # The mean vector of a short question is mostly "what", "do", "I": without them the
+    # question's own word decides which turn it is nearest.
+    from memory.vectors import centred_cosines, pack
+
+    turns = [
+        "I got hired as a nurse at the regional hospital.",
+        *[t for pair in FILLER for t in pair],
+    ]
+    blobs = [pack(v) for v in wordllama.embed_now(turns)]
+    question = "What do I do for a living?"
+    ranks = []
+    for text in (question, query_embedding_text(question)):
+        cos = centred_cosines(pack(wordllama.embed_now([text])[0]), blobs)
+        ranks.append(int((cos > cos[0]).sum()))
+    assert ranks[1] <= ranks[0]
+    assert ranks[1] == 0
 
 
 MEANING_QUERIES = [
