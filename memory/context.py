@@ -19,8 +19,17 @@ from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
-from .packing import Conversation, fuse, is_list_question, later_word, normalise_bm25, pack
+from .packing import (
+    Conversation,
+    fuse,
+    is_list_question,
+    keyword_coverage,
+    later_word,
+    normalise_bm25,
+    pack,
+)
 from .policy import MemoryPolicy
+from .recall import term_matcher
 from .records import ContextWindow, PinnedFact, RecalledTurn, Turn
 from .sql import (
     KIND_CONVERSATION,
@@ -197,6 +206,21 @@ def as_fetched(
     return out
 
 
+def keyword_scores(
+    ranks: Mapping[int, float], turns: Mapping[int, Turn], terms: Sequence[str], count: int
+) -> dict[int, float]:
+    """Each keyword hit's score in [0, 1]: its BM25 rank normalised to the best hit's, times
+    the share of the query's information it matches (packing.keyword_coverage) among the
+    `count` turns of the conversation."""
+    keyword = normalise_bm25(ranks)
+    if not keyword:
+        return keyword
+    find = term_matcher(list(terms))
+    matched = {t: find(turns[t].content) for t in keyword if t in turns}
+    coverage = keyword_coverage(matched, list(terms), count)
+    return {t: s * coverage.get(t, 0.0) for t, s in keyword.items()}
+
+
 def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> Meaning:
     """Centred cosine of the query with every vector row (the conversation's older turns)."""
     vectors = [(r[1], r[4]) for r in rows if r[0] == KIND_VECTOR]
@@ -204,7 +228,10 @@ def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> Mea
 
 
 def missing_candidates(
-    rows: Iterable[Sequence], semantic: Mapping[int, float], policy: MemoryPolicy
+    rows: Iterable[Sequence],
+    semantic: Mapping[int, float],
+    policy: MemoryPolicy,
+    terms: Sequence[str] = (),
 ) -> list[int]:
     """The turns recall may want that the rows do not hold yet: the meaning side's top
     `recall_k`, and the later turns most like the best hits (packing.later_word); the store
@@ -218,8 +245,11 @@ def missing_candidates(
     if isinstance(semantic, Meaning) and weights.follow_hits:
         # The assembly's fused ranking adds the prior, which this one cannot see yet: follow
         # twice as many hits here, so the ones it ranks best are all fetched.
-        ranks = {r[1]: r[-2] for r in rows if r[0] == KIND_HIT and r[-2] is not None}
-        scores = fuse(normalise_bm25(ranks), semantic, {}, weights)
+        hits = [r for r in rows if r[0] == KIND_HIT and r[-2] is not None]
+        ranks = {r[1]: r[-2] for r in hits}
+        turns = {r[1]: turn_from_row(tuple(r[_TURN])) for r in hits}
+        count = next((r[1] for r in rows if r[0] == KIND_CONVERSATION), 0)
+        scores = fuse(keyword_scores(ranks, turns, terms, count), semantic, {}, weights)
         ranked = sorted(scores, key=lambda i: -scores[i])
         top = semantic.distinct(ranked, 2 * weights.follow_hits, weights.duplicate)
         wanted += list(later_word(top, semantic, weights).values())
@@ -261,6 +291,7 @@ def assemble_context(
             {r[0] for r in recent_rows},
             policy,
             query,
+            message_count,
         )
     summary = turn_from_row(summary_rows[0]) if summary_rows else None
     if summary is not None and len(summary.content) > policy.summary_chars:
@@ -339,12 +370,13 @@ def recall_turns(
     exclude: set[int],
     policy: MemoryPolicy,
     query: str = "",
+    turns: int = 0,
 ) -> list[RecalledTurn]:
     """The best older turns as snippets under `recall_chars`: keyword and meaning scores
     fused, each hit with the turns that make it understandable (memory/packing.py)."""
     if found.older:
         found = as_fetched(found, semantic, policy)
-    keyword = normalise_bm25(found.ranks)
+    keyword = keyword_scores(found.ranks, found.turns, terms, turns)
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
     weights = policy.recall_weights
     scores = fuse(keyword, meaning, found.prev_of, weights)

@@ -19,6 +19,7 @@ FTS5, PostgreSQL from its own search; both give cosines of the stored vectors):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -95,6 +96,36 @@ def normalise_bm25(ranks: Mapping[int, float]) -> dict[int, float]:
     raw = {tid: max(0.0, -r) for tid, r in ranks.items()}
     top = max(raw.values(), default=0.0)
     return {tid: (s / top if top > 0 else 0.0) for tid, s in raw.items()}
+
+
+def keyword_coverage(
+    matched: Mapping[int, Sequence[str]], terms: Sequence[str], turns: int
+) -> dict[int, float]:
+    """For each keyword hit, the share of the query's information its words carry: the sum
+    of the conversation-level IDF of the query terms it contains over that of all the query's
+    terms, in [0, 1]. `matched` is each hit's query terms; `turns` how many turns it has.
+
+    FTS5's BM25 takes its IDF over the whole index, every conversation of every owner, where a
+    word this conversation says fifty times is still rare: "play" in a chat full of games
+    scored like "instrument", and the best hit of a question whose telling word matches
+    nothing was normalised to 1 all the same. Here a term's document frequency is counted
+    among the hits (at most recall_k of them, so a very common word's is a floor) and a term
+    no turn contains weighs most, so a hit on common words alone says little.
+    """
+    df = {t: 0 for t in terms}
+    for words in matched.values():
+        for t in words:
+            df[t] = df.get(t, 0) + 1
+    n = max(turns, max(df.values(), default=0)) + 1
+    idf = {t: math.log(n / (d + 0.5)) for t, d in df.items()}
+    total = sum(idf[t] for t in terms) or 1.0
+    # FTS5 stems where the matcher compares prefixes: a hit whose terms it cannot point at
+    # still matched something, so it counts as the commonest term.
+    least = min((idf[t] for t in terms), default=0.0)
+    return {
+        tid: (sum(idf[t] for t in set(words)) if words else least) / total
+        for tid, words in matched.items()
+    }
 
 
 def fuse(

@@ -16,6 +16,7 @@ from memory.packing import (
     fuse,
     is_list_question,
     is_question,
+    keyword_coverage,
     normalise_bm25,
     pack,
 )
@@ -40,6 +41,26 @@ def conversation(contents: list[str], excluded: tuple[int, ...] = ()) -> Convers
 def test_bm25_is_normalised_best_first():
     assert normalise_bm25({1: -4.0, 2: -2.0, 3: 0.5}) == {1: 1.0, 2: 0.5, 3: 0.0}
     assert normalise_bm25({}) == {}
+
+
+def test_a_hit_on_common_words_alone_carries_little_of_the_question():
+    # 100 turns; "play" is in 40 hits, "learning" in 10, "instrument" in none.
+    matched = {i: ("play",) for i in range(40)} | {40 + i: ("learning",) for i in range(10)}
+    matched[50] = ("play", "learning")
+    coverage = keyword_coverage(matched, ["instrument", "learning", "play"], 100)
+    # The word no turn says weighs most: no hit reaches half of the question.
+    assert max(coverage.values()) < 0.5
+    assert coverage[0] < coverage[40] < coverage[50]
+    # Every term matched by one hit: all of the question.
+    assert keyword_coverage({1: ("banjo", "lessons")}, ["banjo", "lessons"], 100) == {1: 1.0}
+
+
+def test_a_hit_the_matcher_cannot_explain_counts_as_the_commonest_term():
+    # FTS5 stems ("ran" for "running" is not a prefix): the hit matched something.
+    matched = {1: (), 2: ("run",), 3: ("run",), 4: ("marathon",)}
+    coverage = keyword_coverage(matched, ["run", "marathon"], 50)
+    assert coverage[1] == pytest.approx(coverage[2])
+    assert 0 < coverage[1] < coverage[4] < 1
 
 
 def test_fused_score_adds_meaning_and_the_turn_before():

@@ -281,6 +281,26 @@ async def test_a_static_model_ranks_a_paraphrase_higher_without_the_function_wor
     assert ranks[1] == 0
 
 
+async def test_hits_on_common_words_alone_do_not_bury_the_turn_that_means_the_question(
+    memory_backend, wordllama
+):
+    # "play" is said all the time and "instrument" never: the turn about the lessons shares
+    # no word with the question and must still beat forty games played.
+    store = await memory_backend.open(embedder=wordllama, policy=MemoryPolicy(recall_chars=700))
+    conv = await store.create_conversation("ana")
+    games = ["chess", "cards", "football", "darts", "tennis", "pool", "bridge", "poker"]
+    for i in range(40):
+        await store.append("ana", conv.id, "user", f"We play {games[i % 8]} on round {i}.")
+        await store.append("ana", conv.id, "assistant", "Sounds like fun.")
+        if i == 12:
+            await store.append("ana", conv.id, "user", "I've started taking cello lessons.")
+            await store.append("ana", conv.id, "assistant", "Lovely.")
+    for i in range(12):
+        await store.append("ana", conv.id, ("user", "assistant")[i % 2], f"Filler {i}.")
+    ctx = await store.context("ana", conv.id, query="Which instrument am I learning to play?")
+    assert "I've started taking cello lessons." in [r.turn.content for r in ctx.recalled]
+
+
 MEANING_QUERIES = [
     "Who did I go cycling with?",  # shares no word with the conversation: meaning alone
     "Remind me about that lighthouse drama",  # words of identical turns: keyword + meaning
