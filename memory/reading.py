@@ -56,7 +56,7 @@ async def read_context(
     statement = sql.context_sql(bool(terms), with_vectors)
     rows = await db.read_one(statement, params)
     semantic = semantic_scores(rows, query_vector)
-    missing = missing_candidates(rows, semantic, policy, terms) if with_vectors else []
+    missing = missing_candidates(rows, semantic, policy) if with_vectors else []
     if missing:
         rows += await db.read_one(sql.RECALL_TURNS, {"ids": json.dumps(missing), "conv": conv_id})
     return assemble_context(rows, policy, terms, semantic=semantic, query=query or "", now=now)

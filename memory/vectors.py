@@ -128,19 +128,28 @@ def centred_matrix(query: bytes, blobs: Sequence[bytes]) -> tuple[np.ndarray, np
     size are zero.
     """
     dims = len(query)
-    m = np.zeros((len(blobs), dims), dtype=np.float32)
     same = [i for i, b in enumerate(blobs) if len(b) == dims]
     if not same:
-        return m, unpack(query)
-    joined = b"".join(blobs[i] for i in same) if len(same) < len(blobs) else b"".join(blobs)
+        return np.zeros((len(blobs), dims), dtype=np.float32), unpack(query)
+    whole = len(same) == len(blobs)  # the usual case: one model's vectors, no copy needed
+    joined = b"".join(blobs) if whole else b"".join(blobs[i] for i in same)
     part = np.frombuffer(joined, dtype=np.int8).reshape(len(same), dims).astype(np.float32)
-    part /= np.linalg.norm(part, axis=1, keepdims=True)
+    part /= _row_norms(part)
     mean = part.sum(axis=0) / (len(same) + CENTRE_SHRINK)
     part -= mean
-    part /= np.maximum(np.linalg.norm(part, axis=1, keepdims=True), 1e-6)
-    m[same] = part
+    part /= np.maximum(_row_norms(part), 1e-6)
+    if whole:
+        m = part
+    else:
+        m = np.zeros((len(blobs), dims), dtype=np.float32)
+        m[same] = part
     q = unpack(query) - mean
     return m, q / max(float(np.linalg.norm(q)), 1e-6)
+
+
+def _row_norms(m: np.ndarray) -> np.ndarray:
+    # einsum reads the matrix once; np.linalg.norm squares it into a temporary first.
+    return np.sqrt(np.einsum("ij,ij->i", m, m))[:, None]
 
 
 def centred_cosines(query: bytes, blobs: Sequence[bytes]) -> np.ndarray:
@@ -159,6 +168,7 @@ class Meaning(Mapping[int, float]):
         self._ids = [ids[k] for k in order]
         self._row = {t: k for k, t in enumerate(self._ids)}
         self._scores: dict[int, float] = {}
+        self._later: dict[tuple[int, float, float], int | None] = {}
         if not blobs:
             self._matrix = np.zeros((len(ids), 0), dtype=np.float32)
             return
@@ -197,6 +207,12 @@ class Meaning(Mapping[int, float]):
     def later_like(self, tid: int, floor: float, ceiling: float) -> int | None:
         """The turn after `tid` whose centred cosine with it is highest, within [floor,
         ceiling) (above the ceiling it only says the same again); None when none is."""
+        key = (tid, floor, ceiling)
+        if key not in self._later:  # asked again when the context is assembled
+            self._later[key] = self._later_like(tid, floor, ceiling)
+        return self._later[key]
+
+    def _later_like(self, tid: int, floor: float, ceiling: float) -> int | None:
         k = self._row.get(tid)
         if k is None or k + 1 >= len(self._ids) or not self._matrix.shape[1]:
             return None

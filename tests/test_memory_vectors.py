@@ -107,3 +107,14 @@ def test_meaning_without_a_query_vector_still_links_turns():
     assert meaning.later_like(1, -1.0, 2.0) in (2, 3)
     empty = Meaning([], None, [])
     assert empty.later_like(1, 0.0, 1.0) is None and empty.distinct([1, 2], 2, 0.9) == [1, 2]
+
+
+def test_a_vector_of_another_size_changes_nothing_for_the_others():
+    # One model's vectors take a path without copies; a stray size must not change them.
+    rng = np.random.default_rng(3)
+    blobs = [pack(v) for v in rng.normal(size=(6, 256))]
+    q = pack(rng.normal(size=256))
+    alone = centred_cosines(q, blobs)
+    mixed = centred_cosines(q, [*blobs[:3], pack(np.ones(768)), *blobs[3:]])
+    assert mixed[3] == 0.0
+    assert np.allclose(np.delete(mixed, 3), alone)

@@ -128,7 +128,7 @@ class Reads:
         shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]
         shaped += [_sqlite_shape(r[2:]) for r in rows if r[2] is not None]
         semantic = semantic_scores(shaped, query_vector)
-        missing = missing_candidates(shaped, semantic, policy, terms) if with_vectors else []
+        missing = missing_candidates(shaped, semantic, policy) if with_vectors else []
         if missing:
             found = await self._read(sql.RECALL_TURNS_SQL, {"ids": missing, "conv": conv_id})
             shaped += [_sqlite_shape(r) for r in found]
