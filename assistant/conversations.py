@@ -328,13 +328,15 @@ class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
         with user_errors("read the memory status"):
             return await self.service.status(owner, conv_id)
 
-    async def preview(self, owner: str, conv_id: str, draft: str | None = None) -> Preview:
+    async def preview(
+        self, owner: str, conv_id: str, draft: str | None = None, *, language: str | None = None
+    ) -> Preview:
         """What the model receives with the next message; with `draft`, the older turns that
-        message would recall too."""
+        message would recall too (`language`: the page's, for a roundtable's veto label)."""
         draft = (draft or "").strip() or None
         with user_errors("show what the model receives"):
             preview = await self.service.preview(owner, conv_id, draft=draft)
-            return await self._with_members(owner, conv_id, preview, draft)
+            return await self._with_members(owner, conv_id, preview, draft, language)
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
         """Forget the conversation's messages and summaries; the conversation stays."""
@@ -411,20 +413,25 @@ class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
         """Raise InvalidMessage, with memory's wording, unless `text` can be sent."""
         check_message(text)
 
-    async def send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[ChatEvent]:
+    async def send(
+        self, owner: str, conv_id: str, text: str, *, language: str | None = None
+    ) -> AsyncIterator[ChatEvent]:
         """Answer `text`, streaming Delta events, then Done (or Cleared for `/reset`). In a
-        roundtable conversation: Speaking, Delta..., Spoke per speaker, then RoundtableDone."""
+        roundtable conversation: Speaking, Delta..., Spoke per speaker, then RoundtableDone.
+        `language` is the asker's page's ("zh-TW"): a roundtable's veto label follows it."""
         # aclosing at every level: Stop closes this generator, and the speaker's partial reply
         # must be saved before aclose() returns, not when the garbage collector gets to it.
-        events = self._streamed(conv_id, "send your message", self._send, owner, text)
+        events = self._streamed(conv_id, "send your message", self._send, owner, text, language)
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event
 
-    async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
+    async def retry(
+        self, owner: str, conv_id: str, *, language: str | None = None
+    ) -> AsyncIterator[ChatEvent]:
         """Answer the last user message again (the previous reply, or every reply of a
-        roundtable turn, is dropped)."""
-        events = self._streamed(conv_id, "retry", self._retry, owner)
+        roundtable turn, is dropped); `language` as for send()."""
+        events = self._streamed(conv_id, "retry", self._retry, owner, language)
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event

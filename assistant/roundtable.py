@@ -151,13 +151,14 @@ class Board:
             for i, pid in enumerate(order)
         ]
 
-    def decide_veto(self, question: str) -> VetoDecision | None:
-        """The veto decision for `question` (None: the roundtable has no veto rule)."""
+    def decide_veto(self, question: str, language: str | None = None) -> VetoDecision | None:
+        """The veto decision for `question` asked from a page in `language` (None: the
+        roundtable has no veto rule); the label is in the turn's language."""
         rule = self.roundtable.veto
         if rule is None:
             return None
         try:
-            return check_veto(question, self.roundtable, self.personas[rule.member])
+            return check_veto(question, self.roundtable, self.personas[rule.member], language)
         except VetoConfigError as exc:
             raise RoundtableUnavailable(str(exc)) from exc
 
@@ -268,7 +269,7 @@ def _chair_instruction(board: Board, veto: VetoDecision | None) -> str:
     if veto is not None and veto.vetoed:
         vetoer = _called(board.personas[veto.member])
         text += (
-            f"\n{vetoer} vetoed this proposal ({veto.reason()}; threshold "
+            f'\n{vetoer} vetoed this proposal ("{veto.label}": {veto.reason()}; threshold '
             f"{veto.threshold_pct:g}%). The veto stands: you must not approve the proposal, "
             "neither fully nor with conditions. Decide to reject it, or to put it on hold until "
             "the margin reaches the threshold, and say what would have to change."
@@ -318,9 +319,10 @@ class RoundtableRunner:
         return await asyncio.to_thread(self._resolve, owner, roundtable_id)
 
     async def send(
-        self, owner: str, conv_id: str, text: str, roundtable_id: str
+        self, owner: str, conv_id: str, text: str, roundtable_id: str, language: str | None = None
     ) -> AsyncIterator[RoundtableEvent]:
-        """Answer `text` with every speaker in order; see the module docstring."""
+        """Answer `text` with every speaker in order; see the module docstring. `language` is
+        the asker's page's (None: the question's alone), for the veto label."""
         if is_reset_command(text):
             yield Cleared(await self.service.reset(owner, conv_id))
             return
@@ -329,13 +331,14 @@ class RoundtableRunner:
         store = self.service.store
         context = await store.context(owner, conv_id, query=text)
         saved = await store.append(owner, conv_id, "user", text)
-        run = self._run(owner, conv_id, board, text, context, context.degraded or not saved.saved)
+        degraded = context.degraded or not saved.saved
+        run = self._run(owner, conv_id, board, text, context, degraded, language)
         async with contextlib.aclosing(run):
             async for event in run:
                 yield event
 
     async def retry(
-        self, owner: str, conv_id: str, roundtable_id: str
+        self, owner: str, conv_id: str, roundtable_id: str, language: str | None = None
     ) -> AsyncIterator[RoundtableEvent]:
         """Answer the last user message again with every speaker (all replies are dropped)."""
         board = await self.board(owner, roundtable_id)
@@ -351,7 +354,9 @@ class RoundtableRunner:
         context = await store.context(owner, conv_id, query=question.content)
         if context.turns and context.turns[-1].id == question.id:
             context = _without_last(context)  # the question is sent whole, by speaker_message
-        run = self._run(owner, conv_id, board, question.content, context, context.degraded)
+        run = self._run(
+            owner, conv_id, board, question.content, context, context.degraded, language
+        )
         async with contextlib.aclosing(run):
             async for event in run:
                 yield event
@@ -364,12 +369,13 @@ class RoundtableRunner:
         question: str,
         context: ContextWindow,
         degraded: bool,
+        language: str | None,
     ) -> AsyncIterator[RoundtableEvent]:
         progress = _Progress(degraded=degraded)
         rule = board.roundtable.veto
         for speaker in board.speakers():
             if rule is not None and speaker.persona_id == rule.member and progress.veto is None:
-                progress.veto = board.decide_veto(question)  # before the vetoer speaks
+                progress.veto = board.decide_veto(question, language)  # before it speaks
             told = speaker.role == "chair" or (
                 rule is not None and speaker.persona_id == rule.member
             )
@@ -435,14 +441,19 @@ class RoundtableRunner:
                 admission.release()
 
     async def preview(
-        self, owner: str, conv_id: str, roundtable_id: str, draft: str | None = None
+        self,
+        owner: str,
+        conv_id: str,
+        roundtable_id: str,
+        draft: str | None = None,
+        language: str | None = None,
     ) -> list[MemberPreview]:
         """What each speaker would receive with the next message (`draft`; the veto and the
         metrics lines depend on it). Earlier answers are shown as placeholders."""
         board = await self.board(owner, roundtable_id)
         context = await self.service.store.context(owner, conv_id, query=draft or None)
         question = draft or "(your next message)"
-        veto = board.decide_veto(question) if draft else None
+        veto = board.decide_veto(question, language) if draft else None
         rule = board.roundtable.veto
         shown: list[MemberPreview] = []
         answers: list[tuple[Speaker, str]] = []

@@ -58,24 +58,26 @@ class RoundtableOps:
         except (ConversationNotFound, StorageUnavailable):
             return None
 
-    async def _send(self, owner: str, conv_id: str, text: str) -> AsyncIterator[Any]:
+    async def _send(
+        self, owner: str, conv_id: str, text: str, language: str | None
+    ) -> AsyncIterator[Any]:
         persona_id = await self._persona_id(owner, conv_id)
         roundtable_id = roundtable_id_of(persona_id)
         if roundtable_id is None:
             # The persona id just read goes along: the service need not read it again.
             events = self.service.send(owner, conv_id, text, persona_id)
         else:
-            events = self.roundtable_runner.send(owner, conv_id, text, roundtable_id)
+            events = self.roundtable_runner.send(owner, conv_id, text, roundtable_id, language)
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event
 
-    async def _retry(self, owner: str, conv_id: str) -> AsyncIterator[Any]:
+    async def _retry(self, owner: str, conv_id: str, language: str | None) -> AsyncIterator[Any]:
         roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
         if roundtable_id is None:
             events = self.service.retry(owner, conv_id)
         else:
-            events = self.roundtable_runner.retry(owner, conv_id, roundtable_id)
+            events = self.roundtable_runner.retry(owner, conv_id, roundtable_id, language)
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event
@@ -89,14 +91,16 @@ class RoundtableOps:
         return {p.id: PersonaInfo.of(p) for p in listed if p.id in wanted}
 
     async def _with_members(
-        self, owner: str, conv_id: str, preview: Preview, draft: str | None
+        self, owner: str, conv_id: str, preview: Preview, draft: str | None, language: str | None
     ) -> Preview:
         """A roundtable conversation's preview gains what each speaker receives."""
         roundtable_id = roundtable_id_of(await self._persona_id(owner, conv_id))
         if roundtable_id is None:
             return preview
         try:
-            members = await self.roundtable_runner.preview(owner, conv_id, roundtable_id, draft)
+            members = await self.roundtable_runner.preview(
+                owner, conv_id, roundtable_id, draft, language
+            )
         except RoundtableUnavailable:
             return preview  # open() says why; the inspector shows the plain preview
         return replace(preview, members=members)

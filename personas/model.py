@@ -64,13 +64,19 @@ ShownLanguage = Literal["en", "zh-TW"]
 
 class LocalizedPersona(BaseModel):
     """What a page in another language shows for a persona instead of its own fields: its
-    name, picker line and greeting. Never sent to the model (the prompt is the persona's)."""
+    name, picker line and greeting, never sent to the model (the prompt is the persona's); and
+    the label its veto line starts with when a roundtable turn is in that language."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, str_strip_whitespace=True)
 
     display_name: str = Field("", max_length=60, description="The name in that language.")
     description: str = Field("", max_length=300, description="The picker's line in it.")
     greeting: str = Field("", max_length=1000, description="The greeting in it.")
+    veto_label: Line = Field(
+        "",
+        description="The label its roundtable veto line starts with in that language, e.g. "
+        "財務否決 (instead of the parameter the roundtable's veto names).",
+    )
 
 
 LOCALIZED_FIELDS: tuple[str, ...] = tuple(LocalizedPersona.model_fields)

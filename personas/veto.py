@@ -6,6 +6,10 @@ containment for CJK names, which have no spaces) and compares their gross margin
 member's threshold parameter, read from the persona as the owner has it now — so a threshold
 edited in the persona editor applies from the next message. A margin exactly at the threshold
 passes ("below" is strict), as the finance persona's rule says.
+
+The label the vetoing member's last line starts with is in the turn's language: Chinese when
+the question is written in it or the asker's page is in 繁體中文 (the persona's `i18n` entry's
+`veto_label`); otherwise, or when the persona gives none, the label parameter the rule names.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from .model import Persona
 from .roundtable import MetricEntry, Roundtable
 
 DEFAULT_VETO_LABEL = "VETO"
+CHINESE = "zh-TW"
+# When the persona holds no label at all.
+DEFAULT_VETO_LABELS = {CHINESE: "否決"}
 
 
 class VetoConfigError(ValueError):
@@ -63,6 +70,27 @@ def names_in(question: str, entry: MetricEntry) -> bool:
     return False
 
 
+def _has_han(text: str) -> bool:
+    # CJK Unified Ideographs and Extension A: what a question in 繁體中文 is written in.
+    return any("\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" for ch in text)
+
+
+def turn_language(question: str, language: str | None = None) -> str | None:
+    """The language a roundtable turn's veto label is in: Chinese when the question is
+    written in it or the page (`language`) is, else `language` (None: the persona's own)."""
+    return CHINESE if language == CHINESE or _has_han(question) else language
+
+
+def label_of(persona: Persona, parameter: str, language: str | None = None) -> str:
+    """The label the persona's veto line starts with in `language`: its `i18n` entry's
+    `veto_label`, else the `parameter` it holds as written, else the default label."""
+    entry = persona.i18n.get(language)  # type: ignore[call-overload]
+    if entry is not None and entry.veto_label:
+        return entry.veto_label
+    own = str(persona.parameters.get(parameter) or "").strip()
+    return own or DEFAULT_VETO_LABELS.get(language or "", DEFAULT_VETO_LABEL)
+
+
 def threshold_of(persona: Persona, parameter: str) -> float:
     """The persona's threshold in %, or VetoConfigError saying what to add."""
     value = persona.parameters.get(parameter)
@@ -74,18 +102,21 @@ def threshold_of(persona: Persona, parameter: str) -> float:
     return float(value)
 
 
-def check_veto(question: str, roundtable: Roundtable, vetoer: Persona) -> VetoDecision | None:
-    """The veto decision for `question`, or None when the roundtable has no veto rule."""
+def check_veto(
+    question: str, roundtable: Roundtable, vetoer: Persona, language: str | None = None
+) -> VetoDecision | None:
+    """The veto decision for `question` asked from a page in `language` (None: the question
+    alone decides the label's language), or None when the roundtable has no veto rule."""
     rule = roundtable.veto
     if rule is None:
         return None
     threshold = threshold_of(vetoer, rule.threshold_parameter)
-    label = vetoer.parameters.get(rule.label_parameter)
+    label = label_of(vetoer, rule.label_parameter, turn_language(question, language))
     named = tuple(m for m in roundtable.metrics if names_in(question, m))
     return VetoDecision(
         member=rule.member,
         threshold_pct=threshold,
-        label=str(label).strip() if label else DEFAULT_VETO_LABEL,
+        label=label,
         named=named,
         below=tuple(m for m in named if m.gross_margin_pct < threshold),
     )

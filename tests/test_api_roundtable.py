@@ -96,6 +96,24 @@ def test_each_speaker_streams_separately_then_the_final_event(server, fake):
         assert [h["speaker"] for h in found[0]["hits"]] == ["finance"]
 
 
+def test_a_question_in_chinese_gets_finances_chinese_veto_label(server, fake):
+    """The API has no page language: the question's decides. Asked in Chinese, the veto's
+    label is finance's Chinese one, and that is what finance and the chair were told."""
+    owner = "b-" + secrets.token_urlsafe(18)
+    with server.client(server.token(owner)) as client:
+        cid = board_conversation(client)
+        before = len(fake.of("streamGenerateContent"))
+        events = stream(client, cid, "我們該以目前的報價接耐吉的訂單嗎？")
+        starts = [data for event, data in events if event == "speaker_start"]
+        assert [s["veto"]["label"] for s in starts[2:]] == ["財務否決", "財務否決"]
+        assert events[-1][1]["veto"]["label"] == "財務否決"
+        finance, chair = fake.of("streamGenerateContent")[before + 2 : before + 4]
+        assert 'must start with "財務否決:"' in finance.system_text
+        assert '("財務否決": Nike: 12% < 15%' in chair.system_text
+        english = stream(client, board_conversation(client), NIKE)
+        assert english[-1][1]["veto"]["label"] == "FINANCE VETO"
+
+
 def test_the_json_form_returns_each_speakers_reply(server, fake):
     owner = "b-" + secrets.token_urlsafe(18)
     with server.client(server.token(owner)) as client:

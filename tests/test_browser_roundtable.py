@@ -29,7 +29,7 @@ SEATS = {
     "Persona: Production Manager": ("Production", "二號產線三月有產能，交期約六週。"),
     "Persona: Finance Controller": (
         "Finance",
-        "毛利 12%，低於 15% 的門檻。\nFINANCE VETO: 毛利 12% 低於 15%，需調價 4% 以上。",
+        "毛利 12%，低於 15% 的門檻。\n{label}: 毛利 12% 低於 15%，需調價 4% 以上。",
     ),
     "Persona: 總經理": ("GM", "財務長的否決成立，本案暫緩。\n總經理決策: 暫緩，請業務重新議價。"),
 }
@@ -37,11 +37,17 @@ NIKE_ZH = "我們該以目前的報價接耐吉 20,000 雙的訂單嗎？"
 NIKE_EN = "Should we take the Nike order at the current price?"
 
 
+# Finance starts its last line with the label its instruction names, as a model would.
+LABEL = re.compile(r'The last line of your answer must start with "([^"]+):"')
+
+
 def seat_reply(request: Recorded) -> Reply:
     """Answer as the persona the system instruction names, in Chinese, chunk by chunk."""
     system = request.system_text or ""
     for marker, (_, text) in SEATS.items():
         if system.startswith(marker):
+            told = LABEL.search(system)
+            text = text.replace("{label}", told.group(1) if told else "(no veto label)")
             return Reply(chunks=[text[i : i + 6] for i in range(0, len(text), 6)], chunk_delay=0.01)
     return Reply(chunks=["(no seat)"])
 
@@ -135,6 +141,23 @@ def test_a_roundtable_runs_end_to_end_and_reopens_as_it_was(browser, server, fak
         context.close()
 
 
+def test_a_zh_tw_page_asking_in_english_gets_the_chinese_veto_label(browser, server, fake):
+    """The page's language reaches the turn: asked in English from a zh-TW page, finance is
+    told to use its Chinese label, and its bubble shows it."""
+    context, page = open_page(browser, server, locale="zh-TW")
+    try:
+        page.locator("#new-chat").click()
+        pick_roundtable(page, zh=True)
+        before = len(fake.of("streamGenerateContent"))
+        ask(page, NIKE_EN, saved="記得 5 則訊息")
+        finance = fake.of("streamGenerateContent")[before:][2]
+        assert 'must start with "財務否決:"' in finance.system_text
+        expect(bot_messages(page).nth(3)).to_contain_text("財務否決: 毛利 12%")
+        expect(bot_messages(page).nth(3)).not_to_contain_text("FINANCE VETO")
+    finally:
+        context.close()
+
+
 def test_screenshot_of_a_roundtable_in_traditional_chinese(browser, server):
     """docs/roundtable-zh-tw.png: a real roundtable run, as a zh-TW browser shows it."""
     context, page = open_page(browser, server, locale="zh-TW")
@@ -195,9 +218,9 @@ def test_a_zh_tw_browser_gets_the_main_screen_in_traditional_chinese(browser, se
 
 # Shown as written on a zh-TW screen: names. The app's and the model's, key names in the
 # input's hint, and the names the data gives a zh-TW page — personas and roundtables as their
-# `zh-TW` entries name them ("ERP 決策委員會"), and the veto label (finance's own words, which
-# the fake model repeats). The ERP board's English names ("Sales Director") are not among them:
-# a zh-TW page must show its Chinese ones.
+# `zh-TW` entries name them ("ERP 決策委員會"). The ERP board's English names ("Sales
+# Director") are not among them, nor finance's English veto label: a zh-TW page must show its
+# Chinese ones (the fake model repeats the label finance was told to use).
 NAMES = {"Mnemo", "Gemini", "Flash", "API", "Enter", "Shift"}
 
 
@@ -206,8 +229,7 @@ def data_names() -> set[str]:
     for path in [*(ROOT / "personas").glob("*.yaml"), *(ROOT / "personas").glob("roundtables/*")]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         shown = (doc.get("i18n") or {}).get("zh-TW", {}).get("display_name")
-        values = [shown or doc.get("display_name"), *(doc.get("parameters") or {}).values()]
-        names |= {w for v in values if isinstance(v, str) for w in re.findall(r"[A-Za-z]+", v)}
+        names |= set(re.findall(r"[A-Za-z]+", shown or doc.get("display_name") or ""))
     return names
 
 

@@ -334,6 +334,11 @@ BAD_YAML = [
         "line 6, column 19: i18n.en.display_name: is 61 characters; the limit is 60",
         id="i18n-name-too-long",
     ),
+    pytest.param(
+        MINIMAL + 'i18n:\n  zh-TW:\n    veto_label: "財務\\n否決"\n',
+        "line 6, column 17: i18n.zh-TW.veto_label: must fit on one line — remove the line break",
+        id="i18n-veto-label-two-lines",
+    ),
 ]
 
 

@@ -137,7 +137,46 @@ def test_the_veto_is_decided_from_the_table(question, vetoed, named, finance):
     assert decision is not None
     assert decision.vetoed is vetoed
     assert [m.name for m in decision.named] == named
-    assert decision.threshold_pct == 15 and decision.label == "FINANCE VETO"
+    assert decision.threshold_pct == 15
+
+
+@pytest.mark.parametrize(
+    "question,language,label",
+    [
+        ("Should we take the Nike order?", None, "FINANCE VETO"),
+        ("Should we take the Nike order?", "en", "FINANCE VETO"),
+        ("我們該接耐吉的訂單嗎？", None, "財務否決"),  # the question is Chinese
+        ("我們該接 Nike 的訂單嗎？", "en", "財務否決"),  # even from an English page
+        ("Should we take the Nike order?", "zh-TW", "財務否決"),  # the page is Chinese
+    ],
+)
+def test_the_veto_label_is_in_the_turns_language(question, language, label, finance):
+    decision = check_veto(question, load_roundtable_text(BOARD), finance, language)
+    assert decision.vetoed and decision.label == label
+
+
+def test_a_persona_without_a_chinese_label_keeps_its_own_or_the_default(registry, finance):
+    """A Chinese turn uses the `i18n` entry's veto_label; without one the persona's label as
+    written (the owner chose it), and a persona with no label at all gets 否決 / VETO."""
+    board = load_roundtable_text(BOARD)
+    text = registry.get(OWNER, "finance").yaml_text
+    without = text.replace("    veto_label: 財務否決\n", "")
+    assert without != text
+    registry.save(OWNER, without)
+    own = registry.get(OWNER, "finance").persona
+    assert check_veto("耐吉的訂單？", board, own).label == "FINANCE VETO"
+    registry.save(OWNER, without.replace("  veto_label: FINANCE VETO\n", ""))
+    bare = registry.get(OWNER, "finance").persona
+    assert "veto_label" not in bare.parameters
+    assert check_veto("耐吉的訂單？", board, bare).label == "否決"
+    assert check_veto("The Nike order?", board, bare).label == "VETO"
+
+
+def test_a_chinese_veto_label_saved_in_the_editor_applies_to_the_next_check(registry):
+    text = registry.get(OWNER, "finance").yaml_text
+    registry.save(OWNER, text.replace("veto_label: 財務否決", "veto_label: 財務部否決"))
+    edited = registry.get(OWNER, "finance").persona
+    assert check_veto("耐吉？", load_roundtable_text(BOARD), edited).label == "財務部否決"
 
 
 def test_the_reason_names_each_entry_below_the_threshold(finance):

@@ -143,6 +143,43 @@ async def test_a_thin_margin_forces_finance_to_veto_and_the_chair_to_honour_it(f
         assert "Nike: gross margin 12%" in request.system_text
 
 
+NIKE_ZH = "我們該以目前的報價接耐吉 20,000 雙的訂單嗎？"
+
+
+@pytest.mark.parametrize(
+    "question,language",
+    [(NIKE_ZH, None), (NIKE_ZH, "en"), (NIKE, "zh-TW")],
+    ids=["chinese-question", "chinese-question-english-page", "chinese-page"],
+)
+async def test_a_chinese_turn_vetoes_with_finances_chinese_label(facade, fake, question, language):
+    """Asked in Chinese, or from a zh-TW page, finance is told to start its last line with its
+    Chinese label (its `i18n` entry's veto_label) and the chair is told the veto stands, under
+    that label; the veto is still the table's, not the model's."""
+    conv = await board_conversation(facade)
+    script_answers(fake)
+    events = [e async for e in facade.send(OWNER, conv, question, language=language)]
+    assert events[-1].veto.vetoed and events[-1].veto.label == "財務否決"
+    assert events[-1].veto.reason() == "Nike: 12% < 15%"
+    _, _, finance, chair = streamed(fake)
+    assert 'must start with "財務否決:"' in finance.system_text
+    assert "FINANCE VETO" not in finance.system_text + chair.system_text
+    assert 'vetoed this proposal ("財務否決": Nike: 12% < 15%' in chair.system_text
+    assert "The veto stands: you must not approve" in chair.system_text
+
+
+async def test_an_english_turn_from_an_english_page_keeps_the_english_label(facade, fake):
+    conv = await board_conversation(facade)
+    script_answers(fake)
+    events = [e async for e in facade.send(OWNER, conv, NIKE, language="en")]
+    assert events[-1].veto.label == "FINANCE VETO"
+    assert 'vetoed this proposal ("FINANCE VETO": Nike' in streamed(fake)[3].system_text
+    # Retried from a zh-TW page, the same question gets the Chinese label.
+    script_answers(fake)
+    retried = [e async for e in facade.retry(OWNER, conv, language="zh-TW")]
+    assert retried[-1].veto.label == "財務否決"
+    assert 'must start with "財務否決:"' in streamed(fake)[6].system_text
+
+
 async def test_a_threshold_edited_in_the_persona_editor_applies_from_the_next_message(facade, fake):
     conv = await board_conversation(facade)
     script_answers(fake)
@@ -265,6 +302,9 @@ async def test_the_inspector_shows_what_each_member_receives(facade, fake):
     assert members["general_manager"].veto is not None
     assert members["sales"].veto is None
     assert fake.requests == []  # a preview never calls the model
+    # The inspector of a zh-TW page shows the label a Chinese turn would use.
+    zh = await facade.preview(OWNER, conv, draft=NIKE, language="zh-TW")
+    assert 'must start with "財務否決:"' in zh.members[2].system_instruction
 
 
 async def test_a_roundtable_naming_a_missing_persona_is_refused_and_stores_nothing(facade, fake):

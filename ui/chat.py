@@ -22,7 +22,7 @@ from assistant.roundtable import Speaking, Spoke
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import message_of, require_owner, shown, user_errors
-from ui.i18n import t
+from ui.i18n import current_language, t
 from ui.page import (
     QUIET,
     ChatView,
@@ -216,7 +216,7 @@ async def stream_reply(
         owner,
         conversation_id,
         plain_chat(chat),
-        facade.send(owner, conversation_id, text),
+        facade.send(owner, conversation_id, text, language=current_language()),
         "send your message",
     ):
         yield view
@@ -259,7 +259,12 @@ async def stream_retry(
         rt.accept_turn()
         facade = await rt.conversations()
     async for view in _stream(
-        rt, owner, conversation_id, plain_chat(chat), facade.retry(owner, conversation_id), "retry"
+        rt,
+        owner,
+        conversation_id,
+        plain_chat(chat),
+        facade.retry(owner, conversation_id, language=current_language()),
+        "retry",
     ):
         yield view
 

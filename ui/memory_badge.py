@@ -15,7 +15,7 @@ from assistant.errors import UserError
 from assistant.runtime import Runtime
 from ui import notices, views
 from ui.errors import require_owner, user_errors
-from ui.i18n import t
+from ui.i18n import current_language, t
 from ui.page import QUIET, ChatView, Page, confirmation, extended, outputs, render_chat
 from ui.texts import tr
 
@@ -28,7 +28,9 @@ async def preview_draft(rt: Runtime, owner: str, conversation_id: str | None, dr
         return gr.skip()
     try:
         facade = await rt.conversations()
-        preview = await facade.preview(owner, conversation_id, draft=draft)
+        preview = await facade.preview(
+            owner, conversation_id, draft=draft, language=current_language()
+        )
     except UserError:  # e.g. the conversation was deleted in another tab: nothing to show
         return gr.skip()
     except Exception:  # a preview is a nicety; never interrupt typing with an error
