@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from assistant.outcome_notes import note_text
+
 
 def iso(epoch: float | None) -> str | None:
     if epoch is None:
@@ -144,7 +146,9 @@ class MessageOut(BaseModel):
         "not answered; on a reply: broke off), 'stopped', 'incomplete' (cut at a limit, or "
         "the server stopped mid-reply). Null: a normal message.",
     )
-    outcome_note: str | None = Field(default=None, description="Why, in the chat's words.")
+    outcome_note: str | None = Field(
+        default=None, description="Why, in English (the chat shows it in the page's language)."
+    )
     covers_count: int | None = Field(description="For a summary: how many messages it covers.")
     speaker: str | None = Field(
         default=None, description="A roundtable reply: the persona id of who said it."
@@ -347,7 +351,7 @@ def message_out(t: Any) -> dict[str, Any]:
         "compacted": t.compacted,
         "incomplete": t.incomplete,
         "outcome": t.outcome,
-        "outcome_note": t.outcome_note,
+        "outcome_note": note_text(t.outcome_note),
         "covers_count": t.covers_count,
         "speaker": getattr(t, "speaker", None),
     }

@@ -49,6 +49,7 @@ from memory import (
 from memory.context import render_messages
 from personas import PersonaError, PersonaRegistry, build_system_prompt
 
+from . import outcome_notes as notes
 from .errors import (
     AssistantError,
     BlockedBySafety,
@@ -62,15 +63,7 @@ from .errors import (
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
 from .tools import Search, Toolbox, ToolCall, save_note, search_messages
-from .turn_state import (
-    INTERRUPTED,
-    STOPPED_EARLY,
-    Admission,
-    ReplyState,
-    error_kind,
-    ms_since,
-    outcome_of,
-)
+from .turn_state import Admission, ReplyState, error_kind, ms_since, outcome_of
 
 log = logging.getLogger(__name__)
 
@@ -295,11 +288,11 @@ class ChatService:
             await self._shielded(self._finish(turn, stream.usage, started, "error", exc))
             raise
 
-        notice = None
+        notice: notes.OutcomeNote | None = None
         if stream.truncated:
-            notice = f"The reply was cut at {MAX_MESSAGE_CHARS:,} characters, the message limit."
+            notice = notes.reply_cut(MAX_MESSAGE_CHARS)
         elif stream.finish_reason in ("MAX_TOKENS", "length"):
-            notice = "The reply hit the model's length limit. Ask it to continue."
+            notice = notes.MAX_TOKENS_NOTE
         saved = await self._shielded(
             self._finish(turn, stream.usage, started, "ok", None, notice=notice)
         )
@@ -310,7 +303,7 @@ class ChatService:
             degraded=degraded or not saved,
             usage=stream.usage,
             saved=saved,
-            notice=notice,
+            notice=notice.text if notice else None,
         )
 
     async def _finish(
@@ -321,7 +314,7 @@ class ChatService:
         status: Literal["ok", "error", "stopped"],
         error: BaseException | None,
         *,
-        notice: str | None = None,
+        notice: notes.OutcomeNote | None = None,
     ) -> bool:
         """Save the reply (or what arrived of it) with its outcome, and schedule metrics and
         summarization. Returns whether the reply is stored."""
@@ -371,7 +364,7 @@ class ChatService:
                     text,
                     speaker=turn.speaker,
                     outcome="incomplete",
-                    outcome_note=INTERRUPTED,
+                    outcome_note=notes.INTERRUPTED_NOTE.encode(),
                 )
                 turn.reply_id = reply.id
             else:
@@ -381,7 +374,7 @@ class ChatService:
                     turn.reply_id,
                     text,
                     outcome="incomplete",
-                    outcome_note=INTERRUPTED,
+                    outcome_note=notes.INTERRUPTED_NOTE.encode(),
                 )
         except MemoryStoreError as exc:  # storage down or the conversation gone: next time
             log.warning("reply progress not saved: %s", type(exc).__name__)
@@ -424,7 +417,7 @@ class ChatService:
                     await self._mark_question(turn, None, None)  # answered now
                 return reply.saved
             if outcome is not None:
-                early = STOPPED_EARLY if outcome == "stopped" else note
+                early = notes.STOPPED_EARLY_NOTE.encode() if outcome == "stopped" else note
                 await self._mark_question(turn, outcome, early)
         except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
             log.warning("reply not saved: %s", type(exc).__name__)

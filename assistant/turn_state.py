@@ -13,29 +13,23 @@ from memory import ContextWindow, Outcome
 
 from .errors import AssistantError
 from .models import Message
+from .outcome_notes import STOPPED_NOTE, OutcomeNote
 
 # Progress saves while a reply streams (measured: bench/turn_overhead.py, README Performance).
 PROGRESS_EVERY_S = 1.0
 PROGRESS_CHARS = 2_000
-STOPPED = "Stopped — this reply is incomplete."
-INTERRUPTED = (
-    "Mnemo stopped before this reply finished (the server restarted or crashed). Retry for a "
-    "full answer."
-)
-STOPPED_EARLY = "Stopped before the reply began."
-FAILED_UNEXPECTEDLY = "Something went wrong while answering. Retry in a moment."
 
 
 def outcome_of(
-    status: str, error: BaseException | None, notice: str | None
+    status: str, error: BaseException | None, notice: OutcomeNote | None
 ) -> tuple[Outcome | None, str | None]:
-    """How a turn ended, and why in the words the chat shows: stored with the turn."""
+    """How a turn ended, and why (a coded note, rendered in the reader's language): stored
+    with the turn."""
     if status == "stopped":
-        return "stopped", STOPPED
+        return "stopped", STOPPED_NOTE.encode()
     if status == "error":
-        message = error.message if isinstance(error, AssistantError) else FAILED_UNEXPECTEDLY
-        return "failed", message
-    return ("incomplete", notice) if notice else (None, None)
+        return "failed", OutcomeNote.of_error(error or RuntimeError()).encode()
+    return ("incomplete", notice.encode()) if notice else (None, None)
 
 
 @dataclass

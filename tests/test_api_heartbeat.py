@@ -97,6 +97,8 @@ def test_a_model_failing_after_a_silence_ends_the_started_stream_with_an_error(c
     saved = messages(client, cid)
     assert [(m["role"], m["content"]) for m in saved][:1] == [("user", "still?")]
     assert saved[0]["outcome"] == "failed"
+    # The note is stored coded (for the UI's languages); the API gives its English sentence.
+    assert saved[0]["outcome_note"] == json.loads(data)["detail"]
 
 
 def test_a_client_gone_between_heartbeats_loses_nothing(server, client, fake):

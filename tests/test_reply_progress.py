@@ -19,7 +19,8 @@ import pytest
 from assistant.chat import ChatService
 from assistant.embedding import select_embedder
 from assistant.gemini import GeminiModel
-from assistant.turn_state import INTERRUPTED, PROGRESS_CHARS
+from assistant.outcome_notes import INTERRUPTED, INTERRUPTED_NOTE
+from assistant.turn_state import PROGRESS_CHARS
 from memory import ConversationStore
 from memory.recall import query_terms, recall_query
 from personas import PersonaRegistry
@@ -77,7 +78,7 @@ async def test_a_reply_killed_mid_stream_keeps_what_had_streamed(tmp_path, fake)
         assert len(reply.content) >= len(seen[-1])  # at most the last moment is lost
         assert (reply.outcome, reply.outcome_note, reply.incomplete) == (
             "incomplete",
-            INTERRUPTED,
+            INTERRUPTED_NOTE.encode(),
             True,
         )
         conversation = await store.get_conversation(OWNER, conv)

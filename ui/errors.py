@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import gradio as gr
 
@@ -98,13 +98,25 @@ _ZH_FALLBACK = ZH_TW["error"]
 
 def shown(exc: UserError) -> tuple[str | None, str]:
     """(title, message) of `exc` in this event's language; title None: the caller's action."""
+    return condition_shown(exc.code, exc.kind, exc.params, exc.message, exc.title)
+
+
+def condition_shown(
+    code: str | None,
+    kind: str | None,
+    params: Mapping[str, object],
+    message: str,
+    title: str | None = None,
+) -> tuple[str | None, str]:
+    """(title, message) of an error by its code, kind and numbers, in this event's language
+    (`message` and `title` are its English ones); also what a stored failure note shows."""
     if not chinese():
-        return exc.title, exc.message
-    params = dict(exc.params)
+        return title, message
+    params = dict(params)
     if {"length", "limit"} <= params.keys():
-        params["excess"] = params["length"] - params["limit"]
-    for code in (exc.code, exc.kind):  # the kind's sentence when the numbers are missing
-        title, message = ZH_TW.get(code, (None, ""))
+        params["excess"] = params["length"] - params["limit"]  # type: ignore[operator]
+    for key in (code, kind):  # the kind's sentence when the numbers are missing
+        title, message = ZH_TW.get(key or "", (None, ""))
         try:
             if message:
                 return title, message.format(**params)

@@ -15,10 +15,12 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from assistant.outcome_notes import decode as decode_note
 from ui import yaml_problems
 from ui.badge import compact_number, model_label
+from ui.errors import condition_shown
 from ui.i18n import CHINESE, current_language
-from ui.texts import count, date, known, tr
+from ui.texts import STORED, count, date, known, tr
 
 TITLE_CHARS = 24
 AVATAR_CHARS = 4  # 👩🏽‍💻 is 4 code points; a word is clipped to 3 letters and "…"
@@ -159,11 +161,29 @@ def chat_messages(
     return messages
 
 
+def stored_note(stored: str | None) -> str | None:
+    """Why a turn ended, as stored with it, in this page's language: by its code and numbers
+    (one of the chat's own sentences, or an error's); an older note stored as an English
+    sentence through the sentences the app wrote (`known`), else as stored."""
+    note = decode_note(stored)
+    if note is None or note.code is None:
+        return known(note.text) if note is not None else None
+    if note.code in STORED:
+        params = {k: f"{v:,}" if isinstance(v, int) else v for k, v in note.params.items()}
+        try:
+            return tr(note.code, **params)
+        except (KeyError, ValueError, IndexError):
+            return known(note.text)
+    return condition_shown(note.code, note.kind, note.params, note.text)[1]
+
+
 def unanswered_note(outcome: str | None, note: str | None) -> str:
-    """Under a user message with no reply: why (the failure's message), live and on reopen."""
+    """Under a user message with no reply: why (the failure's message), live and on reopen;
+    `note` as stored (or, live, the message shown)."""
+    note = stored_note(note)
     if outcome == "stopped":
-        return f"_⏹ {message_markdown(known(note) if note else tr('stopped_before'))}_"
-    reason = f" {message_markdown(known(note))}" if note else ""
+        return f"_⏹ {message_markdown(note or tr('stopped_before'))}_"
+    reason = f" {message_markdown(note)}" if note else ""
     return tr("not_answered") + reason
 
 
@@ -171,10 +191,11 @@ def incomplete_note(outcome: str | None, note: str | None) -> str:
     """Under a reply that did not finish: stopped, broke off (why), or cut at a limit."""
     if outcome in (None, "stopped"):
         return tr("stopped_note")
+    note = stored_note(note)
     if outcome == "failed":
-        why = f" {message_markdown(known(note))}" if note else ""
+        why = f" {message_markdown(note)}" if note else ""
         return tr("broke_off") + why
-    return tr("incomplete", why=message_markdown(known(note) if note else tr("did_not_finish")))
+    return tr("incomplete", why=message_markdown(note or tr("did_not_finish")))
 
 
 def folded_note(folded: int) -> str:
