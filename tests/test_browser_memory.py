@@ -217,9 +217,18 @@ PLOT_BOXES = """(id) => {
 }"""
 
 
+# The x axis's tick labels, as Vega drew them.
+X_TICKS = """(id) => {
+  const axis = [...document.getElementById(id).querySelectorAll("g[aria-label]")]
+    .find(g => (g.getAttribute("aria-label") || "").startsWith("X-axis"));
+  return axis ? [...axis.querySelectorAll(".role-axis-label text")].map(t => t.textContent) : null;
+}"""
+
+
 def test_the_plots_titles_and_legends_fit_their_plots(context, server):
     """Issue 16's report: the first plot's title was cut off (and its six-line legend too) in a
-    third of the row."""
+    third of the row. And the x axis counts whole turns: with two turns Vega's own ticks were
+    1, 1.5, 2 (drawn "1, 2, 2" with a whole-number format alone); it now runs to turn 4."""
     page = open_app(context, server)
     send(page, "Hello there", remembered=2)
     send(page, "And again", remembered=4)
@@ -236,6 +245,8 @@ def test_the_plots_titles_and_legends_fit_their_plots(context, server):
         shown = page.evaluate(PLOT_BOXES, plot_id)
         outside = [t for t in shown["texts"] if t["left"] < 0 or t["right"] > shown["width"]]
         assert outside == [], (plot_id, shown["width"], outside)
+        ticks = page.evaluate(X_TICKS, plot_id)
+        assert ticks == ["1", "2", "3", "4"], (plot_id, ticks)
     legend = page.locator("#plot-parts svg text", has_text="budget")
     expect(legend).to_have_count(1)  # the last of the six lines is drawn, inside the box
 

@@ -56,6 +56,9 @@ async def test_the_plots_rows_are_the_stored_metrics_of_the_turns_sent(rt, conve
         len(f"You said: {t}".split()) for t in texts
     ]
     assert len(latency) == 3 and (latency["seconds"] >= 0).all()
+    # Every plot's x axis runs over whole turns, to turn 4 at least (ui.memory_panel.plots).
+    assert [p["x_lim"] for p in memory_panel.plots(panel.metrics)] == [[1, 4]] * 3
+    assert memory_panel.plots(panel.metrics * 3)[2]["x_lim"] == [1, 9]
     # Reset restarts the plots.
     await conversations.reset(OWNER, conv.id)
     assert (await conversations.memory(OWNER, conv.id)).metrics == []

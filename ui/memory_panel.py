@@ -52,30 +52,37 @@ class PanelView(NamedTuple):
     plot_latency: Any
 
 
+# Each plot's title, y axis and legend (None: one line, no legend), in the order of
+# `views.plot_frames()`: characters by part, tokens, seconds.
+PLOT_TEXTS = (
+    ("plot_parts", "plot_chars", "plot_part_legend"),
+    ("plot_tokens", "plot_tokens_axis", "plot_kind_legend"),
+    ("plot_latency", "plot_seconds", None),
+)
+
+
+# The x axis runs to turn 4 at least: with the axis format "d" (see `_plot`) Vega-Lite spaces
+# ticks at least 1 apart, but over a span of 1 or 2 turns it still steps by 0.5 (1, 1.5, 2 drawn
+# as "1", "2", "2"); over 3 or more its steps are whole.
+MIN_LAST_TURN = 4
+
+
+def _plot_update(frame: Any, turns: int, title: str, y_title: str, legend: str | None) -> Any:
+    texts = {"title": tr(title), "x_title": tr("plot_turn"), "y_title": tr(y_title)}
+    if legend:
+        texts["color_title"] = tr(legend)
+    return gr.update(value=frame, x_lim=[1, max(turns, MIN_LAST_TURN)], **texts)
+
+
 def plots(rows: Any) -> tuple[Any, Any, Any]:
     """The three plots' data, titles and axes in the page's language (the titles are props the
     frontend does not translate, so the server writes them with the data)."""
-    parts, tokens, latency = views.plot_frames(rows)
-    turn = tr("plot_turn")
-    return (
-        gr.update(
-            value=parts,
-            title=tr("plot_parts"),
-            x_title=turn,
-            y_title=tr("plot_chars"),
-            color_title=tr("plot_part_legend"),
-        ),
-        gr.update(
-            value=tokens,
-            title=tr("plot_tokens"),
-            x_title=turn,
-            y_title=tr("plot_tokens_axis"),
-            color_title=tr("plot_kind_legend"),
-        ),
-        gr.update(
-            value=latency, title=tr("plot_latency"), x_title=turn, y_title=tr("plot_seconds")
-        ),
+    frames = views.plot_frames(rows)
+    turns = len(rows or [])
+    parts, tokens, latency = (
+        _plot_update(frame, turns, *texts) for frame, texts in zip(frames, PLOT_TEXTS, strict=True)
     )
+    return parts, tokens, latency
 
 
 def empty_panel() -> PanelView:
@@ -407,8 +414,10 @@ def _render_pins() -> dict[str, Any]:
 
 
 def _plot(y: str, elem_id: str, color: str | None = None) -> Any:
-    # Titles and axes come with the data (`plots()`), in the page's language.
-    return gr.LinePlot(x="turn", y=y, color=color, elem_id=elem_id, height=260)
+    # Titles and axes come with the data (`plots()`), in the page's language. The x axis
+    # counts turns: format "d" also makes Vega-Lite space its ticks at least 1 apart (its
+    # tickMinStep); `plots()` gives it a span where that means whole steps.
+    return gr.LinePlot(x="turn", y=y, color=color, elem_id=elem_id, height=260, x_axis_format="d")
 
 
 def _render_plots() -> dict[str, Any]:
