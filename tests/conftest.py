@@ -1,5 +1,6 @@
 """Fixtures shared by the test modules: a clean environment for every test, the fake Gemini
-server, an app runtime on it, and the memory backends (tests/memory_backends.py)."""
+server, an app runtime on it, the memory backends (tests/memory_backends.py), and for the HTTP
+API tests one fake Gemini server and one app server per module (tests/api_harness.py)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,33 @@ async def rt(tmp_path, fake):
     svc = await runtime.service()
     await svc.wait_background()
     await runtime.close()
+
+
+# -- the HTTP API tests: one fake Gemini server and one app server per module -------------------
+
+
+@pytest.fixture(scope="module")
+def gemini(request):
+    """A fake Gemini server shared by a module's tests, which `server` answers through. A module
+    marked `pytest.mark.gemini_default(reply=...)` has it answer unscripted requests with it."""
+    marker = request.node.get_closest_marker("gemini_default")
+    options = {"default": marker.kwargs["reply"]} if marker else {}
+    with FakeGemini(**options) as fake_server:
+        yield fake_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, gemini, request):
+    """The whole web app (API + UI) on a free port for a module's tests: a fresh data dir, the
+    real google-genai client against `gemini`. `pytest.mark.app_env(NAME="value")` sets
+    settings the app reads when it starts."""
+    from api_harness import ApiServer  # the whole app: imported by the modules that use it
+
+    marker = request.node.get_closest_marker("app_env")
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in (marker.kwargs if marker else {}).items():
+            env.setenv(name, value)
+        data = tmp_path_factory.mktemp(request.module.__name__.removeprefix("test_")) / "data"
+        app_server = ApiServer(data, gemini.url)
+    yield app_server
+    app_server.stop()

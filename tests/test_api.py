@@ -12,7 +12,6 @@ import secrets
 import httpx
 import pytest
 from api_harness import ApiServer
-from fake_gemini import FakeGemini
 
 from assistant.chat import check_message
 from assistant.errors import InvalidMessage
@@ -43,19 +42,6 @@ ROUTES = [
     ("GET", "/export"),
     ("POST", "/import"),
 ]
-
-
-@pytest.fixture(scope="module")
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, fake):
-    s = ApiServer(tmp_path_factory.mktemp("api") / "data", fake.url)
-    yield s
-    s.stop()
 
 
 def new_owner() -> str:
@@ -369,9 +355,9 @@ def test_search_groups_hits_by_conversation(ana):
         ({"text": "hi", "role": "system"}, "invalid-request"),
     ],
 )
-def test_bad_messages_are_refused_and_nothing_is_saved(ana, fake, body, slug):
+def test_bad_messages_are_refused_and_nothing_is_saved(ana, gemini, body, slug):
     cid = ana.post("/conversations").json()["id"]
-    calls = len(fake.requests)
+    calls = len(gemini.requests)
     doc = problem(ana.post(f"/conversations/{cid}/messages", json=body), 422, slug)
     if slug == "invalid-message":  # the very sentence the UI shows
         with pytest.raises(InvalidMessage) as shown:
@@ -379,13 +365,13 @@ def test_bad_messages_are_refused_and_nothing_is_saved(ana, fake, body, slug):
         assert doc["detail"] == shown.value.message
         assert "10,000" in doc["detail"] or "empty" in doc["detail"]
     assert ana.get(f"/conversations/{cid}").json()["message_count"] == 0
-    assert len(fake.requests) == calls  # the model was never called
+    assert len(gemini.requests) == calls  # the model was never called
 
 
-def test_a_message_to_an_unknown_conversation_is_not_found(ana, fake):
-    calls = len(fake.requests)
+def test_a_message_to_an_unknown_conversation_is_not_found(ana, gemini):
+    calls = len(gemini.requests)
     problem(ana.post("/conversations/nope/messages", json={"text": "hi"}), 404, "not-found")
-    assert len(fake.requests) == calls
+    assert len(gemini.requests) == calls
 
 
 # ---- personas ----------------------------------------------------------------------------
@@ -495,9 +481,9 @@ def test_refresh_rereads_the_builtins(ana):
     assert report["assistant"] is None and "finance" in report
 
 
-def test_refresh_takes_the_admin_token_when_one_is_set(tmp_path, fake, monkeypatch):
+def test_refresh_takes_the_admin_token_when_one_is_set(tmp_path, gemini, monkeypatch):
     admin = "admin-" + secrets.token_urlsafe(16)
-    s = ApiServer(tmp_path / "data", fake.url, admin_token=admin, monkeypatch=monkeypatch)
+    s = ApiServer(tmp_path / "data", gemini.url, admin_token=admin, monkeypatch=monkeypatch)
     try:
         with s.client(s.token(new_owner())) as user, s.client(admin) as operator:
             problem(user.post("/personas/refresh"), 403, "forbidden")

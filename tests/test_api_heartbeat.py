@@ -8,8 +8,7 @@ import json
 import secrets
 
 import pytest
-from api_harness import ApiServer, sse_events
-from fake_gemini import FakeGemini
+from api_harness import sse_events
 
 from assistant import config
 from assistant.errors import ConfigError
@@ -17,19 +16,8 @@ from assistant.errors import ConfigError
 HEARTBEAT = ": keep-alive"
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, fake):
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("MNEMO_SSE_HEARTBEAT", "0.2")
-        s = ApiServer(tmp_path_factory.mktemp("api-heartbeat") / "data", fake.url)
-    yield s
-    s.stop()
+# One app server for the module, with a heartbeat short enough to see (conftest's `server`).
+pytestmark = pytest.mark.app_env(MNEMO_SSE_HEARTBEAT="0.2")
 
 
 @pytest.fixture
@@ -64,9 +52,9 @@ class Lines:
         ]
 
 
-def test_a_silent_model_gets_heartbeats_and_the_reply_arrives_whole(client, fake):
+def test_a_silent_model_gets_heartbeats_and_the_reply_arrives_whole(client, gemini):
     cid = conversation(client)
-    fake.reply("Thought it over. ", "Here it is.", first_delay=1.0, chunk_delay=0.8)
+    gemini.reply("Thought it over. ", "Here it is.", first_delay=1.0, chunk_delay=0.8)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "hm?"}) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
@@ -82,11 +70,11 @@ def test_a_silent_model_gets_heartbeats_and_the_reply_arrives_whole(client, fake
     assert [m["content"] for m in messages(client, cid)] == ["hm?", "Thought it over. Here it is."]
 
 
-def test_a_model_failing_after_a_silence_ends_the_started_stream_with_an_error(client, fake):
+def test_a_model_failing_after_a_silence_ends_the_started_stream_with_an_error(client, gemini):
     """Past the first heartbeat the response is a stream (200): the failure is its last event,
     and the question stays saved, marked unanswered."""
     cid = conversation(client)
-    fake.reply("never sent", first_delay=1.0, break_after=0)
+    gemini.reply("never sent", first_delay=1.0, break_after=0)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "still?"}) as r:
         assert r.status_code == 200
         lines = Lines(r)
@@ -101,9 +89,9 @@ def test_a_model_failing_after_a_silence_ends_the_started_stream_with_an_error(c
     assert saved[0]["outcome_note"] == json.loads(data)["detail"]
 
 
-def test_a_client_gone_between_heartbeats_loses_nothing(server, client, fake):
+def test_a_client_gone_between_heartbeats_loses_nothing(server, client, gemini):
     cid = conversation(client)
-    fake.reply("Slow ", "but saved.", first_delay=0.6, chunk_delay=0.6)
+    gemini.reply("Slow ", "but saved.", first_delay=0.6, chunk_delay=0.6)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "go"}) as r:
         assert next(r.iter_lines()) == HEARTBEAT
     # hung up during the silence; the reply goes on and is saved complete
@@ -115,9 +103,9 @@ def test_a_client_gone_between_heartbeats_loses_nothing(server, client, fake):
     ]
 
 
-def test_json_replies_have_no_heartbeat(client, fake):
+def test_json_replies_have_no_heartbeat(client, gemini):
     cid = conversation(client)
-    fake.reply("Late ", "answer.", first_delay=0.5)
+    gemini.reply("Late ", "answer.", first_delay=0.5)
     r = client.post(f"/conversations/{cid}/messages?stream=false", json={"text": "json"})
     assert r.status_code == 200 and r.json()["reply"] == "Late answer."
 

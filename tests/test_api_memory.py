@@ -6,23 +6,6 @@ from __future__ import annotations
 import json
 import secrets
 
-import pytest
-from api_harness import ApiServer
-from fake_gemini import FakeGemini
-
-
-@pytest.fixture(scope="module")
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, fake):
-    s = ApiServer(tmp_path_factory.mktemp("api-memory") / "data", fake.url)
-    yield s
-    s.stop()
-
 
 def client_of(server):
     return server.client(server.token("b-" + secrets.token_urlsafe(18)))
@@ -34,7 +17,7 @@ def send(client, cid: str, text: str) -> dict:
     return response.json()
 
 
-def test_pins_about_me_and_the_summary_over_http(server, fake):
+def test_pins_about_me_and_the_summary_over_http(server, gemini):
     with client_of(server) as ana, client_of(server) as bob:
         cid = ana.post("/conversations", json={}).json()["id"]
         created = ana.post(f"/conversations/{cid}/pins", json={"text": "I'm vegetarian"})
@@ -42,7 +25,7 @@ def test_pins_about_me_and_the_summary_over_http(server, fake):
         fact = created.json()
         assert (fact["content"], fact["about_me"]) == ("I'm vegetarian", False)
         send(ana, cid, "What should I cook?")
-        assert "- I'm vegetarian" in fake.of("streamGenerateContent")[-1].system_text
+        assert "- I'm vegetarian" in gemini.of("streamGenerateContent")[-1].system_text
 
         refused = ana.post(f"/conversations/{cid}/pins", json={"text": "  "})
         assert refused.status_code == 422 and "empty" in refused.json()["detail"]
@@ -57,14 +40,14 @@ def test_pins_about_me_and_the_summary_over_http(server, fake):
 
         assert ana.delete(f"/pins/{fact['id']}").status_code == 204
         send(ana, cid, "And now?")
-        system = fake.of("streamGenerateContent")[-1].system_text
+        system = gemini.of("streamGenerateContent")[-1].system_text
         assert "I'm vegetarian" not in system and "- I live in Porto" in system
 
         no_summary = ana.put(f"/conversations/{cid}/summary", json={"text": "made up"})
         assert no_summary.status_code == 422 and "no summary yet" in no_summary.json()["detail"]
 
 
-def test_export_then_import_as_another_owner_gives_the_same_next_request(server, fake):
+def test_export_then_import_as_another_owner_gives_the_same_next_request(server, gemini):
     with client_of(server) as ana, client_of(server) as bob:
         cid = ana.post("/conversations", json={"persona_id": "finance"}).json()["id"]
         send(ana, cid, "Our gross-margin red line is 15%")
@@ -78,9 +61,9 @@ def test_export_then_import_as_another_owner_gives_the_same_next_request(server,
         assert imported.status_code == 201, imported.text
         (copy,) = imported.json()["conversations"]
         send(ana, cid, "What is the red line?")
-        mine = fake.of("streamGenerateContent")[-1]
+        mine = gemini.of("streamGenerateContent")[-1]
         send(bob, copy["id"], "What is the red line?")
-        theirs = fake.of("streamGenerateContent")[-1]
+        theirs = gemini.of("streamGenerateContent")[-1]
         assert (theirs.system_text, theirs.turns) == (mine.system_text, mine.turns)
 
         everything = json.loads(ana.get("/export").content)

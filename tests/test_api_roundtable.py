@@ -11,7 +11,7 @@ import secrets
 
 import pytest
 from api_harness import ApiServer, sse_events
-from fake_gemini import FakeGemini, Recorded, Reply
+from fake_gemini import Recorded, Reply
 
 BOARD = "roundtable:erp_board"
 ORDER = ["sales", "production", "finance", "general_manager"]
@@ -26,17 +26,8 @@ def seat_reply(request: Recorded) -> Reply:
     return Reply(chunks=[f"{first} ", "speaking: ", "my view."], prompt_tokens=10)
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeGemini(default=seat_reply) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, fake):
-    s = ApiServer(tmp_path_factory.mktemp("api-roundtable") / "data", fake.url)
-    yield s
-    s.stop()
+# The module's fake Gemini answers as the seat it was asked (conftest's `gemini`).
+pytestmark = pytest.mark.gemini_default(reply=seat_reply)
 
 
 def board_conversation(client) -> str:
@@ -51,7 +42,7 @@ def stream(client, cid: str, text: str) -> list[tuple[str, dict]]:
         return [(event, json.loads(data)) for event, data in sse_events(r)]
 
 
-def test_each_speaker_streams_separately_then_the_final_event(server, fake):
+def test_each_speaker_streams_separately_then_the_final_event(server, gemini):
     owner = "b-" + secrets.token_urlsafe(18)
     with server.client(server.token(owner)) as client:
         cid = board_conversation(client)
@@ -96,25 +87,25 @@ def test_each_speaker_streams_separately_then_the_final_event(server, fake):
         assert [h["speaker"] for h in found[0]["hits"]] == ["finance"]
 
 
-def test_a_question_in_chinese_gets_finances_chinese_veto_label(server, fake):
+def test_a_question_in_chinese_gets_finances_chinese_veto_label(server, gemini):
     """The API has no page language: the question's decides. Asked in Chinese, the veto's
     label is finance's Chinese one, and that is what finance and the chair were told."""
     owner = "b-" + secrets.token_urlsafe(18)
     with server.client(server.token(owner)) as client:
         cid = board_conversation(client)
-        before = len(fake.of("streamGenerateContent"))
+        before = len(gemini.of("streamGenerateContent"))
         events = stream(client, cid, "我們該以目前的報價接耐吉的訂單嗎？")
         starts = [data for event, data in events if event == "speaker_start"]
         assert [s["veto"]["label"] for s in starts[2:]] == ["財務否決", "財務否決"]
         assert events[-1][1]["veto"]["label"] == "財務否決"
-        finance, chair = fake.of("streamGenerateContent")[before + 2 : before + 4]
+        finance, chair = gemini.of("streamGenerateContent")[before + 2 : before + 4]
         assert 'must start with "財務否決:"' in finance.system_text
         assert '("財務否決": Nike: 12% < 15%' in chair.system_text
         english = stream(client, board_conversation(client), NIKE)
         assert english[-1][1]["veto"]["label"] == "FINANCE VETO"
 
 
-def test_the_json_form_returns_each_speakers_reply(server, fake):
+def test_the_json_form_returns_each_speakers_reply(server, gemini):
     owner = "b-" + secrets.token_urlsafe(18)
     with server.client(server.token(owner)) as client:
         cid = board_conversation(client)
@@ -128,7 +119,7 @@ def test_the_json_form_returns_each_speakers_reply(server, fake):
         assert body["memory"]["messages"] == 5 and body["saved"] is True
 
 
-def test_a_single_persona_keeps_its_plain_events(server, fake):
+def test_a_single_persona_keeps_its_plain_events(server, gemini):
     owner = "b-" + secrets.token_urlsafe(18)
     with server.client(server.token(owner)) as client:
         cid = client.post("/conversations", json={}).json()["id"]
@@ -139,11 +130,11 @@ def test_a_single_persona_keeps_its_plain_events(server, fake):
         assert done["speakers"] is None and done["roundtable"] is None and done["veto"] is None
 
 
-def test_the_quota_counts_every_speakers_reply(tmp_path, fake):
+def test_the_quota_counts_every_speakers_reply(tmp_path, gemini):
     """Quota 6 an hour: the first roundtable message takes 4; the second gets two speakers,
     then the stream ends with the quota's error (what was said is saved); the third is refused
     before any speaker, with a 429 problem document."""
-    s = ApiServer(tmp_path / "data", fake.url, quota_per_hour=6)
+    s = ApiServer(tmp_path / "data", gemini.url, quota_per_hour=6)
     try:
         owner = "b-" + secrets.token_urlsafe(18)
         with s.client(s.token(owner)) as client:
@@ -175,10 +166,10 @@ def problem(response, status: int, slug: str) -> dict:
 
 
 @pytest.mark.parametrize("ref", ["roundtable:no_such_board", "roundtable:", "roundtable:../erp"])
-def test_an_unknown_roundtable_is_not_found_and_nothing_is_saved(server, fake, ref):
+def test_an_unknown_roundtable_is_not_found_and_nothing_is_saved(server, gemini, ref):
     """As an unknown persona: 404 with what to do, no conversation created or changed, and
     the model never asked (it used to be a 502, as if the model had failed)."""
-    calls = len(fake.requests)
+    calls = len(gemini.requests)
     with server.client(server.token("b-" + secrets.token_urlsafe(18))) as client:
         doc = problem(client.post("/conversations", json={"persona_id": ref}), 404, "not-found")
         assert doc["title"] == "Roundtable not found"
@@ -189,10 +180,10 @@ def test_an_unknown_roundtable_is_not_found_and_nothing_is_saved(server, fake, r
         problem(client.patch(f"/conversations/{cid}", json=body), 404, "not-found")
         kept = client.get(f"/conversations/{cid}").json()
         assert (kept["title"], kept["persona_id"]) == ("Kept", "assistant")
-    assert len(fake.requests) == calls
+    assert len(gemini.requests) == calls
 
 
-def test_a_roundtable_naming_a_missing_persona_is_refused_before_anything_is_saved(server, fake):
+def test_a_roundtable_naming_a_missing_persona_is_refused_before_anything_is_saved(server, gemini):
     """A roundtable of the owner's own (saved as in the Personas tab) that names a persona they
     lack: the message is a 409 that says what to edit, and neither it nor a reply is saved."""
     owner = "b-" + secrets.token_urlsafe(18)
@@ -201,7 +192,7 @@ def test_a_roundtable_naming_a_missing_persona_is_refused_before_anything_is_sav
         document = server.server.call(server.facade.roundtable(owner, "erp_board"))
         yaml_text = document.yaml_text.replace("  - production\n", "  - marketing\n")
         server.server.call(server.facade.save_roundtable(owner, yaml_text))
-        calls = len(fake.requests)
+        calls = len(gemini.requests)
         for stream in ("true", "false"):
             response = client.post(
                 f"/conversations/{cid}/messages?stream={stream}", json={"text": NIKE}
@@ -209,4 +200,4 @@ def test_a_roundtable_naming_a_missing_persona_is_refused_before_anything_is_sav
             doc = problem(response, 409, "roundtable-unavailable")
             assert "marketing. Edit the roundtable's members" in doc["detail"]
         assert client.get(f"/conversations/{cid}/messages").json()["messages"] == []
-    assert len(fake.requests) == calls
+    assert len(gemini.requests) == calls

@@ -11,20 +11,6 @@ import time
 import httpx
 import pytest
 from api_harness import ApiServer, sse_events
-from fake_gemini import FakeGemini
-
-
-@pytest.fixture(scope="module")
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, fake):
-    s = ApiServer(tmp_path_factory.mktemp("api-stream") / "data", fake.url)
-    yield s
-    s.stop()
 
 
 @pytest.fixture
@@ -51,9 +37,9 @@ def wait_for(predicate, timeout_s: float = 10.0):
     raise AssertionError("timed out")
 
 
-def test_the_reply_streams_as_deltas_then_done(client, fake):
+def test_the_reply_streams_as_deltas_then_done(client, gemini):
     cid = conversation(client)
-    fake.reply("Hel", "lo ", "there!", chunk_delay=0.01, prompt_tokens=17, output_tokens=5)
+    gemini.reply("Hel", "lo ", "there!", chunk_delay=0.01, prompt_tokens=17, output_tokens=5)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "hi"}) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -80,9 +66,9 @@ def test_the_reply_streams_as_deltas_then_done(client, fake):
     ("params", "accept"),
     [({"stream": "false"}, None), ({}, "application/json"), ({"stream": "false"}, "*/*")],
 )
-def test_one_json_body_when_asked(client, fake, params, accept):
+def test_one_json_body_when_asked(client, gemini, params, accept):
     cid = conversation(client)
-    fake.reply("All ", "in one.")
+    gemini.reply("All ", "in one.")
     headers = {"Accept": accept} if accept else {}
     response = client.post(
         f"/conversations/{cid}/messages", params=params, headers=headers, json={"text": "hi"}
@@ -104,21 +90,21 @@ def test_stream_true_wins_over_accept_json(client):
     assert response.headers["content-type"].startswith("text/event-stream")
 
 
-def test_an_unacceptable_accept_is_406_and_nothing_saved(client, fake):
+def test_an_unacceptable_accept_is_406_and_nothing_saved(client, gemini):
     cid = conversation(client)
-    calls = len(fake.requests)
+    calls = len(gemini.requests)
     response = client.post(
         f"/conversations/{cid}/messages", headers={"Accept": "text/html"}, json={"text": "hi"}
     )
     assert response.status_code == 406 and response.json()["type"].endswith("not-acceptable")
-    assert messages(client, cid) == [] and len(fake.requests) == calls
+    assert messages(client, cid) == [] and len(gemini.requests) == calls
 
 
-def test_a_client_that_disconnects_mid_reply_loses_nothing(server, client, fake):
+def test_a_client_that_disconnects_mid_reply_loses_nothing(server, client, gemini):
     """Decided: the reply keeps going without the client, and is saved complete."""
     cid = conversation(client)
     gate = threading.Event()
-    fake.reply("First part, ", "then the rest ", "of the answer.", gate=gate)
+    gemini.reply("First part, ", "then the rest ", "of the answer.", gate=gate)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "go"}) as response:
         event, data = next(sse_events(response))
         assert (event, json.loads(data)["text"]) == ("delta", "First part, ")
@@ -134,10 +120,10 @@ def test_a_client_that_disconnects_mid_reply_loses_nothing(server, client, fake)
     assert len(messages(client, cid)) == 2
 
 
-def test_a_put_persona_takes_effect_on_the_next_message(client, fake):
+def test_a_put_persona_takes_effect_on_the_next_message(client, gemini):
     cid = conversation(client)
     client.post(f"/conversations/{cid}/messages?stream=false", json={"text": "before"})
-    assert "Always answer like a lighthouse keeper" not in fake.last.system_text
+    assert "Always answer like a lighthouse keeper" not in gemini.last.system_text
     put = client.put(
         "/personas/assistant",
         json={
@@ -148,27 +134,27 @@ def test_a_put_persona_takes_effect_on_the_next_message(client, fake):
     )
     assert put.status_code == 200
     client.post(f"/conversations/{cid}/messages?stream=false", json={"text": "after"})
-    request = fake.last
+    request = gemini.last
     assert "Always answer like a lighthouse keeper." in request.system_text
     assert request.generation_config["temperature"] == 0.3
     assert request.turns[-1] == ("user", "after")
 
 
-def test_reset_typed_as_a_message_resets(client, fake):
+def test_reset_typed_as_a_message_resets(client, gemini):
     cid = conversation(client)
     client.post(f"/conversations/{cid}/messages?stream=false", json={"text": "remember 7"})
-    calls = len(fake.requests)
+    calls = len(gemini.requests)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "/reset"}) as r:
         events = list(sse_events(r))
     assert [e for e, _ in events] == ["done"]
     done = json.loads(events[0][1])
     assert done["reset"] == {"messages": 2, "summaries": 0, "chars": 10 + 2 * len("remember 7")}
-    assert messages(client, cid) == [] and len(fake.requests) == calls
+    assert messages(client, cid) == [] and len(gemini.requests) == calls
 
 
-def test_a_model_that_fails_before_answering_is_a_problem_and_keeps_the_question(client, fake):
+def test_a_model_that_fails_before_answering_is_a_problem_and_keeps_the_question(client, gemini):
     cid = conversation(client)
-    fake.error(503, "overloaded")
+    gemini.error(503, "overloaded")
     response = client.post(f"/conversations/{cid}/messages", json={"text": "are you there?"})
     assert response.status_code == 502
     doc = response.json()
@@ -178,9 +164,9 @@ def test_a_model_that_fails_before_answering_is_a_problem_and_keeps_the_question
     ]
 
 
-def test_a_stream_that_breaks_part_way_ends_with_an_error_event(client, fake):
+def test_a_stream_that_breaks_part_way_ends_with_an_error_event(client, gemini):
     cid = conversation(client)
-    fake.reply("Partial ", "answer ", "never finished", break_after=2)
+    gemini.reply("Partial ", "answer ", "never finished", break_after=2)
     with client.stream("POST", f"/conversations/{cid}/messages", json={"text": "tell me"}) as r:
         assert r.status_code == 200
         events = list(sse_events(r))
@@ -214,15 +200,15 @@ def test_messages_to_one_conversation_are_answered_one_at_a_time(server, client)
     assert sorted(m["content"] for m in saved[::2]) == texts
 
 
-def test_the_quota_applies_to_api_messages(tmp_path, fake):
-    s = ApiServer(tmp_path / "data", fake.url, quota_per_hour=2)
+def test_the_quota_applies_to_api_messages(tmp_path, gemini):
+    s = ApiServer(tmp_path / "data", gemini.url, quota_per_hour=2)
     try:
         with s.client(s.token("b-" + secrets.token_urlsafe(18))) as c:
             cid = conversation(c)
             for text in ("one", "two"):
                 assert c.post(f"/conversations/{cid}/messages", json={"text": text}).is_success
             s.wait_idle()
-            calls = len(fake.requests)
+            calls = len(gemini.requests)
             response = c.post(f"/conversations/{cid}/messages", json={"text": "three"})
             assert response.status_code == 429
             doc = response.json()
@@ -232,19 +218,19 @@ def test_the_quota_applies_to_api_messages(tmp_path, fake):
                 "one",
                 "two",
             ]
-            assert len(fake.requests) == calls
+            assert len(gemini.requests) == calls
     finally:
         s.stop()
 
 
-def test_shutdown_lets_a_running_reply_finish_and_be_saved(tmp_path, fake):
-    s = ApiServer(tmp_path / "data", fake.url)
+def test_shutdown_lets_a_running_reply_finish_and_be_saved(tmp_path, gemini):
+    s = ApiServer(tmp_path / "data", gemini.url)
     owner = "b-" + secrets.token_urlsafe(18)
     secret = s.token(owner)
     gate = threading.Event()
     with s.client(secret) as c:
         cid = conversation(c)
-        fake.reply("Still ", "saved.", gate=gate)
+        gemini.reply("Still ", "saved.", gate=gate)
         with c.stream("POST", f"/conversations/{cid}/messages", json={"text": "bye"}) as r:
             next(sse_events(r))
     stopper = threading.Thread(target=s.stop)
@@ -252,7 +238,7 @@ def test_shutdown_lets_a_running_reply_finish_and_be_saved(tmp_path, fake):
     time.sleep(0.2)
     gate.set()
     stopper.join(30)
-    again = ApiServer(tmp_path / "data", fake.url)
+    again = ApiServer(tmp_path / "data", gemini.url)
     try:
         with again.client(secret) as c:
             assert [(m["role"], m["content"]) for m in messages(c, cid)] == [
