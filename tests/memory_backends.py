@@ -23,6 +23,19 @@ TEST_URL = os.environ.get(TEST_URL_ENV, "").strip()
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+class FakeClock:
+    """A clock the test moves: the stores take `clock=` for idle expiry and timestamps."""
+
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def _require_url() -> str:
     if TEST_URL:
         return TEST_URL

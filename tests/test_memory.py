@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from memory_backends import integrity_error, rows
+from memory_backends import FakeClock, integrity_error, rows
 
 from memory import (
     Conversation,
@@ -28,17 +28,6 @@ from memory import (
     retention,
 )
 from memory.migrations import MIGRATIONS
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_800_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

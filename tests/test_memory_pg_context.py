@@ -10,6 +10,7 @@ import tempfile
 
 import psycopg
 import pytest
+from memory_backends import FakeClock
 from psycopg.pq import Trace
 
 from memory import MemoryPolicy
@@ -23,14 +24,6 @@ SMALL = MemoryPolicy(
     recall_chars=400,
     history_chars=2000,
 )
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_800_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import time
 
 import psycopg
 import pytest
+from memory_backends import FakeClock
 
 from memory import InvalidInput, MemoryPolicy, StorageUnavailable
 from memory.postgres import PostgresStore, sql
@@ -421,14 +422,6 @@ EXPECTED_SCHEMA = [
     ("index", "turns_pkey", "CREATE UNIQUE INDEX turns_pkey ON turns USING btree (id)"),
     ("index", "turns_words", "CREATE INDEX turns_words ON turns USING gin (words)"),
 ]
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_800_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def rows(url, statement, params=()):

@@ -9,7 +9,7 @@ import sqlite3
 
 import aiosqlite
 import pytest
-from memory_backends import rows
+from memory_backends import FakeClock, rows
 
 from bench.datagen import Corpus, message_pool
 from bench.mnemo_corpus import bulk_load, owner_of
@@ -26,14 +26,6 @@ FILLER = [
     "今天我们聊聊天气吧。",
     "明日は雨が降るそうです。",
 ]
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_800_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

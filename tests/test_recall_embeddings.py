@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from memory_backends import rows
+from memory_backends import FakeClock, rows
 
 from assistant.embedding import EmbedderUnavailable, GeminiEmbedder, WordLlamaEmbedder
 from memory import MemoryPolicy, open_store, render_memory
@@ -24,14 +24,6 @@ FILLER = [
     ("Any good films lately?", "A quiet drama about a lighthouse keeper."),
 ]
 PLANTED = "Last Saturday I went on a long bicycle ride with Anna along the river."
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_800_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
