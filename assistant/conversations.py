@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from memory import (
-    ApiToken,
     Conversation,
     ConversationNotFound,
     MemoryStatus,
@@ -45,7 +44,6 @@ from personas import (
 from personas import form as persona_form
 from personas.loader import dump_persona_mapping
 
-from . import tokens
 from .chat import ChatEvent, ChatService, Preview, check_message
 from .edits import ConversationEdits
 from .errors import (
@@ -74,6 +72,7 @@ from .records import (
 from .roundtable import RoundtableRunner
 from .roundtables import RoundtableOps
 from .steering import MemoryControls
+from .tokens import TokenOps
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +162,7 @@ def _draft_preview(persona: PersonaVersion, model: str) -> Preview:
     )
 
 
-class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
+class Conversations(ConversationEdits, MemoryControls, RoundtableOps, TokenOps):
     """Conversations, edits, their memory, the chat turn, personas, for one app."""
 
     def __init__(self, service: ChatService, roundtables: RoundtableRegistry | None = None) -> None:
@@ -580,28 +579,3 @@ class Conversations(ConversationEdits, MemoryControls, RoundtableOps):
         """Re-read the built-in persona files: each id and its problem (None: in use)."""
         with user_errors("re-read the built-in personas"):
             return await self._personas(self.registry.refresh_builtins)
-
-    # -- API tokens (never degraded: a token that cannot be checked lets nobody in) ----------
-
-    async def issue_token(self, owner: str, name: str) -> tokens.IssuedToken:
-        """A new API token for `owner`; its secret is in the result and nowhere else."""
-        with user_errors("create the API token"):
-            secret = tokens.new_secret()
-            token = await self.store.add_token(owner, name, tokens.token_hash(secret), secret[-4:])
-            return tokens.IssuedToken(token, secret)
-
-    async def list_tokens(self, owner: str) -> list[ApiToken]:
-        """The owner's tokens, newest first, revoked ones included."""
-        with user_errors("list your API tokens"):
-            return await self.store.list_tokens(owner)
-
-    async def revoke_token(self, owner: str, token_id: str) -> ApiToken:
-        with user_errors("revoke the API token"):
-            return await self.store.revoke_token(owner, token_id)
-
-    async def check_token(self, secret: str) -> ApiToken | None:
-        """The active token `secret` is, or None (unknown, revoked, not a token at all)."""
-        if not tokens.could_be_token(secret):
-            return None
-        with user_errors("check the API token"):
-            return await self.store.token_by_hash(tokens.token_hash(secret))
