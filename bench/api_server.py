@@ -73,8 +73,10 @@ def probe_page(rt):
         owner, conversation, text = gr.Textbox(), gr.Textbox(), gr.Textbox()
         out = gr.Textbox()
         gr.Button().click(chat, [owner, conversation, text], out, api_name="chat")
-    # The app's own queue setting (app.web_app), so this path costs what the UI's does.
-    return page.queue(default_concurrency_limit=8)
+    # The app's own queue settings (app.queued), so this path costs what the UI's does.
+    import app
+
+    return app.queued(page)
 
 
 def serve_app(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -291,3 +292,55 @@ def test_the_served_process_collects_its_startup_garbage_then_freezes_the_rest()
     # collector still tracks is what serving made since, a small part of it.
     assert heap["frozen"] > 10_000
     assert heap["young"] < heap["frozen"] / 2
+
+
+def _queue_events(url: str, session: str, count: int) -> list[str]:
+    """Join `count` events of fn 0 for one page session, then read the queue's event stream
+    until each has completed; returns what each returned."""
+    with httpx.Client(timeout=20) as client:
+        for _ in range(count):
+            joined = client.post(
+                url + "/gradio_api/queue/join",
+                json={"fn_index": 0, "data": [], "session_hash": session, "trigger_id": None},
+            )
+            assert joined.status_code == 200, joined.text
+        outputs: list[str] = []
+        with client.stream(
+            "GET", url + "/gradio_api/queue/data", params={"session_hash": session}
+        ) as response:
+            for line in response.iter_lines():
+                if '"msg":"process_completed"' in line:
+                    outputs.append(json.loads(line.removeprefix("data: "))["output"]["data"][0])
+                    if len(outputs) == count:
+                        break
+    return outputs
+
+
+def test_the_apps_gradio_queue_still_runs_every_event_while_polling_less():
+    """app.queued: an idle queue looks for events every 10 ms, not Gradio's 1 ms. Events still
+    start, also past the concurrency limit (the poll while every slot is busy)."""
+    import itertools
+    import threading
+
+    import gradio as gr
+    from fastapi import FastAPI
+
+    import app
+    from api.server import WebServer
+
+    numbers, lock = itertools.count(1), threading.Lock()
+
+    def next_number() -> str:
+        with lock:
+            return str(next(numbers))
+
+    with gr.Blocks() as demo:
+        out = gr.Textbox()
+        gr.Button("go").click(next_number, None, out)
+    queued = app.queued(demo)
+    assert queued is demo
+    assert demo._queue.sleep_when_free == app.QUEUE_POLL_S
+    with WebServer(gr.mount_gradio_app(FastAPI(), demo, path="")) as server:
+        events = app.QUEUE_CONCURRENCY * 2 + 1
+        outputs = _queue_events(server.url, "page", events)
+    assert sorted(outputs, key=int) == [str(n) for n in range(1, events + 1)]
