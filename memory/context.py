@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from .packing import (
     Conversation,
+    RecallWeights,
     fuse,
     is_list_question,
     keyword_coverage,
@@ -201,7 +202,11 @@ def as_fetched(
     for hit in found.ranks:
         with_neighbours(hit)
     # As the second statement would: only those not already there as a hit's neighbour.
-    for hit in [i for i in meaning[: policy.recall_k] if i not in out.turns]:
+    # and the later turns most like the best hits, which it fetches too: without them a
+    # small conversation lost the newer word on a fact that the same one, grown past
+    # WHOLE_RECALL_MESSAGES, recalled.
+    later = later_candidates(found.ranks, semantic, policy.recall_weights)
+    for hit in [i for i in [*meaning[: policy.recall_k], *later] if i not in out.turns]:
         with_neighbours(hit)
     return out
 
@@ -241,18 +246,27 @@ def missing_candidates(
     floor = weights.min_semantic
     best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
     wanted = best[: policy.recall_k]
-    if isinstance(semantic, Meaning) and weights.follow_hits:
-        # The assembly's fused ranking adds the prior, which this one cannot see yet: follow
-        # twice as many hits here, so the ones it ranks best are all fetched.
-        # BM25 alone here (no share of the question: matching every hit's words twice per
-        # call cost 0.65 ms more for 120 hits of 16 terms, and fetched the same turns on bench
-        # long_memory).
-        ranks = {r[1]: r[-2] for r in rows if r[0] == KIND_HIT and r[-2] is not None}
-        scores = fuse(normalise_bm25(ranks), semantic, {}, weights)
-        ranked = sorted(scores, key=lambda i: -scores[i])
-        top = semantic.distinct(ranked, 2 * weights.follow_hits, weights.duplicate)
-        wanted += list(later_word(top, semantic, weights).values())
+    ranks = {r[1]: r[-2] for r in rows if r[0] == KIND_HIT and r[-2] is not None}
+    wanted += later_candidates(ranks, semantic, weights)
     return [i for i in dict.fromkeys(wanted) if i not in have]
+
+
+def later_candidates(
+    ranks: Mapping[int, float], semantic: Mapping[int, float], weights: RecallWeights
+) -> list[int]:
+    """The later turns most like the best hits (packing.later_word), to be fetched before the
+    assembly ranks them: for keyword hits of BM25 `ranks` and the cosines `semantic`."""
+    if not isinstance(semantic, Meaning) or not weights.follow_hits:
+        return []
+    # The assembly's fused ranking adds the prior, which this one cannot see yet: follow
+    # twice as many hits here, so the ones it ranks best are all fetched.
+    # BM25 alone here (no share of the question: matching every hit's words twice per
+    # call cost 0.65 ms more for 120 hits of 16 terms, and fetched the same turns on bench
+    # long_memory).
+    scores = fuse(normalise_bm25(ranks), semantic, {}, weights)
+    ranked = sorted(scores, key=lambda i: -scores[i])
+    top = semantic.distinct(ranked, 2 * weights.follow_hits, weights.duplicate)
+    return list(later_word(top, semantic, weights).values())
 
 
 def assemble_context(

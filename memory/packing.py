@@ -60,8 +60,11 @@ class RecallWeights:
     duplicate: float = 0.95
     # A fact and what later changed it ("I live in Leeds" ... "I moved from Leeds to
     # Cardiff"): for the best `follow_hits` hits, the later turn most like each (centred
-    # cosine at least `follow_floor`) comes along, scored `follow` times its hit.
-    follow_hits: int = 5
+    # cosine at least `follow_floor`) comes along, scored `follow` times its hit. Ten, not
+    # five: on bench long_memory "Which city do I live in now?" ranked "I live in Cardiff" 6th
+    # (five turns saying "live" or "city" above it), so "I moved from Cardiff to Glasgow",
+    # fetched all along, was never scored (updated 23 -> 24 and 25 -> 26 of 32, seeds 42 / 7).
+    follow_hits: int = 10
     follow_floor: float = 0.25
     follow: float = 1.0
 

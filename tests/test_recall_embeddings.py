@@ -396,3 +396,51 @@ async def test_what_later_changed_a_recalled_fact_comes_with_it(
         await store.close()
     assert OLD_JOB in found[0] and NEW_JOB not in found[0]
     assert OLD_JOB in found[5] and NEW_JOB in found[5]
+
+
+# Turns that say the question's words more often than the old fact does, each about
+# something else, so the old fact is not among recall's five best hits.
+STRONGER_HITS = [
+    "Data analyst jobs: where do data analysts work now? Analyst work is remote now.",
+    "My cousin asked where a data analyst can work now; I said analyst work is everywhere.",
+    "A data analyst podcast asked where analysts work now and how data work has changed.",
+    "The data analyst meetup was about where analysts work now, data work and analyst pay.",
+    "An article on data analyst work: where analysts work now, and data analyst salaries.",
+]
+
+
+async def recalled_for_job(memory_backend, wordllama, filler_pairs, weights):
+    """What recall brings for the job question when five turns said before the old fact
+    match the question better (what is most like the old fact later is still the newer one)."""
+    clock = FakeClock(1_790_000_000.0 + 60 * 86_400)
+    start = 1_790_000_000.0 - 86_400
+    messages = []
+    for k, text in enumerate(STRONGER_HITS):
+        at = start + 60 * k
+        messages += [("user", text, at), ("assistant", "Interesting.", at + 1)]
+    messages += job_conversation(1_790_000_000.0, filler_pairs)
+    policy = MemoryPolicy(recall_chars=3000, recall_weights=weights)
+    store = await memory_backend.open(embedder=wordllama, clock=clock, policy=policy)
+    try:
+        conv = await store.import_conversation("ana", messages)
+        ctx = await store.context("ana", conv.id, query="Where do I work as a data analyst now?")
+    finally:
+        await store.close()
+    return [r.turn.content for r in ctx.recalled]
+
+
+@pytest.mark.parametrize("filler_pairs", [40, 200])  # sent whole, and by hits (> 300 messages)
+async def test_what_later_changed_a_fact_below_the_five_best_hits_comes_with_it(
+    memory_backend, wordllama, filler_pairs
+):
+    # Recall follows the ten best hits, and a conversation sent whole fetches what they link
+    # to as one sent by hits does (before, a small one lost the newer word).
+    found = await recalled_for_job(memory_backend, wordllama, filler_pairs, RecallWeights())
+    assert OLD_JOB in found and NEW_JOB in found
+
+
+async def test_following_five_hits_misses_the_newer_word_of_the_sixth(memory_backend, wordllama):
+    # The case above is one that five hits do not reach (the old fact is the sixth).
+    weights = replace(RecallWeights(), follow_hits=5)
+    found = await recalled_for_job(memory_backend, wordllama, 40, weights)
+    assert OLD_JOB in found and NEW_JOB not in found
