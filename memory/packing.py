@@ -156,7 +156,6 @@ def later_word(hits: Sequence[int], meaning, weights: RecallWeights) -> dict[int
     enough (RecallWeights.follow_floor) without repeating it: {hit: later turn}. `meaning`
     is a memory.vectors.Meaning."""
     out: dict[int, int] = {}
-    meaning.later_like_many(hits, weights.follow_floor, weights.duplicate)
     for hit in hits:
         later = meaning.later_like(hit, weights.follow_floor, weights.duplicate)
         if later is not None:

@@ -212,26 +212,6 @@ class Meaning(Mapping[int, float]):
             self._later[key] = self._later_like(tid, floor, ceiling)
         return self._later[key]
 
-    def later_like_many(self, tids: Sequence[int], floor: float, ceiling: float) -> None:
-        """later_like for every one of `tids` at once, remembered for the calls that follow:
-        one matrix product instead of one per turn (recall asks for twenty hits of a
-        conversation of 1,440 turns, where the products were most of the cost)."""
-        rows = [
-            (t, self._row[t])
-            for t in tids
-            if (t, floor, ceiling) not in self._later and t in self._row
-        ]
-        if not rows or not self._matrix.shape[1]:
-            return
-        first = min(k for _, k in rows) + 1
-        sims = self._matrix[first:] @ self._matrix[[k for _, k in rows]].T
-        for col, (tid, k) in enumerate(rows):
-            column = sims[k + 1 - first :, col]
-            column = np.where(column >= ceiling, -np.inf, column)
-            best = int(np.argmax(column)) if len(column) else -1
-            good = best >= 0 and column[best] >= floor
-            self._later[(tid, floor, ceiling)] = self._ids[k + 1 + best] if good else None
-
     def _later_like(self, tid: int, floor: float, ceiling: float) -> int | None:
         k = self._row.get(tid)
         if k is None or k + 1 >= len(self._ids) or not self._matrix.shape[1]:

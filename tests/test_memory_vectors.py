@@ -118,18 +118,3 @@ def test_a_vector_of_another_size_changes_nothing_for_the_others():
     mixed = centred_cosines(q, [*blobs[:3], pack(np.ones(768)), *blobs[3:]])
     assert mixed[3] == 0.0
     assert np.allclose(np.delete(mixed, 3), alone)
-
-
-@pytest.mark.parametrize("floor,ceiling", [(0.3, 0.95), (0.99, 1.01), (-1.0, 2.0)])
-def test_later_like_for_many_turns_at_once_is_later_like_for_each(floor, ceiling):
-    rng = np.random.default_rng(11)
-    common = rng.normal(size=256)
-    vectors = [pack(3 * common + rng.normal(size=256)) for _ in range(30)]
-    vectors[12] = vectors[3]  # a repeat, which the ceiling skips
-    ids = [7 + 3 * k for k in range(30)]
-    one = Meaning(ids, None, vectors)
-    expected = {t: one.later_like(t, floor, ceiling) for t in [*ids, 999]}
-    many = Meaning(ids, None, vectors)
-    many.later_like_many([*reversed(ids), 999], floor, ceiling)
-    assert {t: many.later_like(t, floor, ceiling) for t in [*ids, 999]} == expected
-    assert expected[ids[-1]] is None and expected[999] is None
