@@ -63,7 +63,7 @@ from .errors import (
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
 from .tools import Search, Toolbox, ToolCall, save_note, search_messages
-from .turn_state import Admission, ReplyState, error_kind, ms_since, outcome_of
+from .turn_state import Admission, OwnerLocks, ReplyState, error_kind, ms_since, outcome_of
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,7 @@ class ChatService:
         # Per owner: turns admitted whose metrics row (what the quota counts) is not written
         # yet, so a burst of concurrent messages cannot slip past the quota.
         self._pending: Counter[str] = Counter()
+        self._quota_lock = OwnerLocks()  # the count and _pending read or changed as one
         # The search_memory tool's search (the facade puts the sidebar's in its place).
         self.search_memory: Search = partial(search_messages, self.store)
 
@@ -489,12 +490,13 @@ class ChatService:
     async def _record(
         self, owner: str, conv_id: str, metrics: TurnMetrics, admission: Admission
     ) -> None:
-        try:
-            await self.store.record_metrics(owner, conv_id, metrics)
-        except Exception as exc:  # metrics must never hurt a turn
-            log.warning("metrics not recorded: %s", type(exc).__name__)
-        finally:
-            admission.release()  # now counted by the database (or lost with it)
+        async with self._quota_lock(owner):
+            try:
+                await self.store.record_metrics(owner, conv_id, metrics)
+            except Exception as exc:  # metrics must never hurt a turn
+                log.warning("metrics not recorded: %s", type(exc).__name__)
+            finally:
+                admission.release()  # now counted by the database (or lost with it)
 
     async def _summarize(self, owner: str, conv_id: str) -> None:
         try:
@@ -525,7 +527,9 @@ class ChatService:
 
     async def _check_quota(self, owner: str, quota: int) -> None:
         try:
-            recorded = await self.store.count_turn_requests(owner, since=self.clock() - 3600)
+            async with self._quota_lock(owner):
+                recorded = await self.store.count_turn_requests(owner, since=self.clock() - 3600)
+                recorded += self._pending[owner]
         except Exception as exc:
             # Fail closed: on a public deployment an unknown count must not mean "unlimited".
             log.warning("quota check failed: %s", type(exc).__name__)
@@ -534,7 +538,7 @@ class ChatService:
                 "Try again in a minute.",
                 code="quota_unknown",
             ) from exc
-        if recorded + self._pending[owner] >= quota:
+        if recorded >= quota:
             raise QuotaExceeded(
                 f"You have sent {quota} messages in the last hour, the limit on "
                 "this server. Try again later, or run Mnemo yourself for no limit.",

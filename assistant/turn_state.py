@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,23 @@ def outcome_of(
     if status == "error":
         return "failed", OutcomeNote.of_error(error or RuntimeError()).encode()
     return ("incomplete", notice.encode()) if notice else (None, None)
+
+
+class OwnerLocks:
+    """One asyncio.Lock per owner, kept only while someone holds or awaits it. The quota
+    holds it to read the database's count and the turns in flight as one consistent pair: a
+    metrics row is committed in a thread and its slot released later on the loop, and a
+    count taken in between saw the turn twice (a roundtable's second speaker was refused at
+    5 of 6)."""
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def __call__(self, owner: str) -> asyncio.Lock:
+        lock = self._locks.get(owner)
+        if lock is None:
+            lock = self._locks[owner] = asyncio.Lock()
+        return lock
 
 
 @dataclass

@@ -648,6 +648,36 @@ async def test_quota_counts_turns_still_in_flight(make_env, tmp_path, fake):
     gate.set()
 
 
+async def test_a_metrics_row_written_but_not_yet_released_is_counted_once(make_env, tmp_path, fake):
+    """The quota adds the database's count to the turns still in flight. A turn whose
+    metrics row is committed (in a thread) but whose slot is not yet released (later, on the
+    loop) was counted in both: under load a roundtable's second speaker was refused at 5 of
+    6. Here the gap between the two is held open while the next message is checked."""
+    written, go_on = asyncio.Event(), asyncio.Event()
+
+    class SlowToRelease(ConversationStore):
+        async def record_metrics(self, owner, conv_id, metrics):
+            await super().record_metrics(owner, conv_id, metrics)
+            written.set()
+            await go_on.wait()  # the row is in the database; the slot is still pending
+
+    store = await SlowToRelease.open(tmp_path)
+    env = await make_env(store=store, quota=2)
+    conv = await new_conv(env)
+    assert isinstance((await turn(env.service, conv, "one"))[-1], Done)
+    await written.wait()
+    second = asyncio.create_task(turn(env.service, conv, "two"))
+    # Counted twice, the second message is refused at once; counted once, it waits for the
+    # slot's release. Half a second is ample for a refusal to show; passing does not need it.
+    await asyncio.wait([second], timeout=0.5)
+    go_on.set()
+    assert isinstance((await second)[-1], Done)  # 1 of 2 used: let through
+    await env.service.wait_background()
+    assert env.service._pending == {}
+    with pytest.raises(QuotaExceeded, match="2 messages in the last hour"):
+        await turn(env.service, conv, "three")
+
+
 async def test_failed_turns_release_their_quota_slot(make_env, tmp_path, fake):
     env = await make_env(quota=5)
     from memory import ConversationNotFound
