@@ -86,7 +86,7 @@ def create_web_app(
     """The server's root app: the API at /api/v1; mount the UI at "/" afterwards.
 
     On shutdown, replies still streaming finish and are saved, then the runtime closes (its
-    background work done, the store closed).
+    background work done, the store and the model client closed).
     """
     api = create_api(runtime, admin_token, heartbeat_s)
 
@@ -94,7 +94,7 @@ def create_web_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await api.state.turns.drain()
-        await runtime.close()
+        await runtime.aclose()
 
     web = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     web.mount(PREFIX, api)

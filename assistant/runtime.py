@@ -176,3 +176,12 @@ class Runtime:
         self._store = None
         self._service = None
         self._conversations = None
+
+    async def aclose(self) -> None:
+        """`close()`, then the model client too: the runtime's end (the server shutting down).
+        A client left open is closed by the garbage collector later, on whatever event loop
+        runs then, while its connections belong to this one: "Event loop is closed"."""
+        await self.close()
+        closer = getattr(self.model, "aclose", None)
+        if closer is not None:
+            await closer()

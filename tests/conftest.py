@@ -50,7 +50,7 @@ async def rt(tmp_path, fake):
     yield runtime
     svc = await runtime.service()
     await svc.wait_background()
-    await runtime.close()
+    await runtime.aclose()
 
 
 # -- the HTTP API tests: one fake Gemini server and one app server per module -------------------

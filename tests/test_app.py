@@ -426,7 +426,7 @@ async def test_broken_database_still_answers_and_says_memory_is_off(tmp_path, fa
         assert texts(final.chat)[-2:] == [("user", "Hello?"), ("assistant", "Still here.")]
         assert fake.last.turns == [("user", "Hello?")]
     finally:
-        await rt.close()
+        await rt.aclose()
 
 
 async def test_own_persona_has_nothing_to_revert_to(rt):

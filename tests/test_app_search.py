@@ -137,7 +137,7 @@ async def test_search_with_memory_unavailable_says_so(tmp_path, fake):
         assert view.hit_ids == [] and view.results["visible"] is False
         assert "unavailable" in view.status["value"]
     finally:
-        await rt.close()
+        await rt.aclose()
 
 
 def test_marked_html_escapes_and_marks():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 import pytest
 import test_browser
@@ -101,27 +102,59 @@ def replicas(tmp_path, fake, pg_url):
         assert "Traceback" not in server.log(), server.log()[-4000:]
 
 
+class PageTrace:
+    """What a page sent and received and logged, for the message of a failure: a reply that
+    never starts is explained by which request went unanswered, and through which replica."""
+
+    def __init__(self, context) -> None:
+        self.lines: list[str] = []
+        context.on("request", lambda r: self._api(r.url, f"-> {r.method} {r.url}"))
+        context.on("response", lambda r: self._api(r.url, f"<- {r.status} {r.url}"))
+        context.on("requestfailed", lambda r: self._add(f"!! {r.url}: {r.failure}"))
+        context.on("console", lambda m: self._add(f"console {m.type}: {m.text}"))
+
+    def _api(self, url: str, line: str) -> None:
+        if "/gradio_api/" in url and "/assets/" not in url:  # not the page's static files
+            self._add(line)
+
+    def _add(self, line: str) -> None:
+        self.lines.append(f"{time.monotonic():.3f} {line}")
+
+    def report(self, proxy: SwitchingProxy, replicas) -> str:
+        logs = [f"--- app {n} log ---\n{s.log()[-3000:]}" for n, s in enumerate(replicas, 1)]
+        return "\n".join(
+            ["--- page ---", *self.lines[-150:], f"--- proxy: connections {proxy.served}", *logs]
+        )
+
+
 def test_a_browser_moved_to_the_other_replica_keeps_its_conversation(context, replicas):
     one, two = replicas
     proxy = SwitchingProxy(one.port)
+    trace = PageTrace(context)
     try:
-        page = open_app(context, proxy)
-        send(page, "Remember the blue door on Rua Augusta", remembered=2)
-
-        proxy.switch(two.port)
-        page.reload()
-        expect(sidebar_items(page)).to_have_count(1)
-        expect(sidebar_items(page).first).to_contain_text("Remember the blue door")
-        sidebar_items(page).first.click()
-        expect(user_messages(page).first).to_contain_text("Remember the blue door")
-
-        send(page, "Which door was it?", remembered=4)
-        # Replica 2 built the model's context from what replica 1 saved.
-        expect(page.locator("#chat .message-row.bot-row").last).to_contain_text(
-            "earlier you said: Remember the blue door on Rua Augusta"
-        )
-        assert proxy.served.get(two.port, 0) > 0 and proxy.served.get(one.port, 0) > 0
+        _move_a_browser(context, proxy, one, two)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{trace.report(proxy, replicas)}") from None
     finally:
         proxy.close()
     for server in replicas:  # nothing went to either replica's own disk
         assert not (server.data_dir / "mnemo.db").exists()
+
+
+def _move_a_browser(context, proxy, one, two) -> None:
+    page = open_app(context, proxy)
+    send(page, "Remember the blue door on Rua Augusta", remembered=2)
+
+    proxy.switch(two.port)
+    page.reload()
+    expect(sidebar_items(page)).to_have_count(1)
+    expect(sidebar_items(page).first).to_contain_text("Remember the blue door")
+    sidebar_items(page).first.click()
+    expect(user_messages(page).first).to_contain_text("Remember the blue door")
+
+    send(page, "Which door was it?", remembered=4)
+    # Replica 2 built the model's context from what replica 1 saved.
+    expect(page.locator("#chat .message-row.bot-row").last).to_contain_text(
+        "earlier you said: Remember the blue door on Rua Augusta"
+    )
+    assert proxy.served.get(two.port, 0) > 0 and proxy.served.get(one.port, 0) > 0

@@ -266,8 +266,7 @@ async def broken(tmp_path, fake):
     (data / "mnemo.db").write_bytes(b"this is not a database " * 400)
     runtime = Runtime(data, model=GeminiModel("test-key", base_url=fake.url))
     yield await runtime.conversations()
-    await runtime.close()
-    await runtime.model.aclose()
+    await runtime.aclose()
 
 
 @pytest.mark.parametrize(

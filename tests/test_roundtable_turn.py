@@ -271,7 +271,7 @@ async def test_reopening_after_a_restart_shows_every_bubble_as_it_was(tmp_path, 
     conv = await board_conversation(facade)
     script_answers(fake)
     await run(facade, conv, NIKE)
-    await first.close()
+    await first.aclose()
 
     second = Runtime(data, model=GeminiModel("test-key", base_url=fake.url))
     try:
@@ -288,7 +288,7 @@ async def test_reopening_after_a_restart_shows_every_bubble_as_it_was(tmp_path, 
         }
         assert [m.speaker.persona_id for m in opened.preview.members] == ORDER
     finally:
-        await second.close()
+        await second.aclose()
 
 
 async def test_the_inspector_shows_what_each_member_receives(facade, fake):

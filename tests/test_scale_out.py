@@ -32,7 +32,7 @@ async def replicas(tmp_path, fake, pg_url):
     ]
     yield runtimes
     for rt in runtimes:
-        await rt.close()
+        await rt.aclose()
 
 
 async def send(conversations, conv_id, text):
@@ -150,4 +150,4 @@ async def test_the_append_commit_opt_in_reaches_the_store(tmp_path, fake, pg_url
         opened = await conversations.open(OWNER, conv)
         assert [t.content for t in opened.transcript.turns] == ["Hi", "Saved quickly."]
     finally:
-        await rt.close()
+        await rt.aclose()

@@ -4,6 +4,8 @@ send a real SIGTERM to `python app.py`)."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 
 import pytest
 
@@ -67,3 +69,28 @@ async def test_drain_with_nothing_streaming_just_closes(rt):
     await rt.store()
     assert await rt.drain(1.0) == Drained(finished=0, stopped=0)
     assert rt.draining is True
+
+
+def test_a_closed_runtime_leaves_nothing_for_a_later_loop(tmp_path, fake, caplog):
+    """The model client's connections belong to the loop that made them: closed with the
+    runtime, nothing is left for the garbage collector to close later on another loop (which
+    logged "Task exception was never retrieved ... Event loop is closed" into whichever test
+    ran then, and failed it)."""
+    from assistant.gemini import GeminiModel
+    from assistant.runtime import Runtime
+
+    async def chat_once() -> None:
+        rt = Runtime(tmp_path / "data", model=GeminiModel("test-key", base_url=fake.url))
+        fake.reply("Hello.")
+        conversations = await rt.conversations()
+        conv = (await conversations.create(OWNER)).id
+        await _through_the_facade(rt, conv, "Hi")
+        await rt.aclose()
+
+    async def a_later_test() -> None:
+        gc.collect()  # the runtime of the first loop goes now, on this one
+        await asyncio.sleep(0.05)
+
+    asyncio.run(chat_once())
+    asyncio.run(a_later_test())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
