@@ -138,6 +138,24 @@ def rows(store, statement: str, params: tuple = ()) -> list[tuple]:
         return conn.execute(statement.replace("?", "%s"), params).fetchall()
 
 
+async def conversation_with_fact(store, fact, ack, filler, *, owner="ana", turns=60):
+    """A conversation that opens with one planted fact and its reply, then `turns` pairs of
+    filler (cycled): what recall must find the fact among."""
+    conv = await store.create_conversation(owner)
+    await store.append(owner, conv.id, "user", fact)
+    await store.append(owner, conv.id, "assistant", ack)
+    for i in range(turns):
+        user, reply = filler[i % len(filler)]
+        await store.append(owner, conv.id, "user", user)
+        await store.append(owner, conv.id, "assistant", reply)
+    return conv
+
+
+def vector_rows(store):
+    """(model, bytes) of every stored turn vector, in turn order."""
+    return rows(store, "SELECT model, length(vector) FROM turn_vectors ORDER BY turn_id")
+
+
 def integrity_error(store) -> type[Exception]:
     """What the store's driver raises when a constraint refuses a row."""
     if _TARGETS[store].name == "sqlite":

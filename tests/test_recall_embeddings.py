@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from memory_backends import FakeClock, rows
+from memory_backends import FakeClock, conversation_with_fact, vector_rows
 
 from assistant.embedding import EmbedderUnavailable, GeminiEmbedder, WordLlamaEmbedder
 from memory import MemoryPolicy, open_store, render_memory
@@ -47,18 +47,9 @@ class Failing:
 
 
 async def planted_conversation(store, owner="ana", turns=60):
-    conv = await store.create_conversation(owner)
-    await store.append(owner, conv.id, "user", PLANTED)
-    await store.append(owner, conv.id, "assistant", "That sounds like a lovely afternoon.")
-    for i in range(turns):
-        user, reply = FILLER[i % len(FILLER)]
-        await store.append(owner, conv.id, "user", user)
-        await store.append(owner, conv.id, "assistant", reply)
-    return conv
-
-
-def vector_rows(store):
-    return rows(store, "SELECT model, length(vector) FROM turn_vectors ORDER BY turn_id")
+    return await conversation_with_fact(
+        store, PLANTED, "That sounds like a lovely afternoon.", FILLER, owner=owner, turns=turns
+    )
 
 
 def test_wordllama_loads_from_its_wheel_without_importing_the_package(wordllama):

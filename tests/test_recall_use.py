@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from memory_backends import rows
+from memory_backends import conversation_with_fact, vector_rows
 
 from assistant.embedding import (
     EmbedderUnavailable,
@@ -42,18 +42,9 @@ def wordllama():
 
 
 async def chinese_conversation(store, owner="ana", turns=60):
-    conv = await store.create_conversation(owner)
-    await store.append(owner, conv.id, "user", PLANTED)
-    await store.append(owner, conv.id, "assistant", "聽起來很愜意。")
-    for i in range(turns):
-        user, reply = FILLER[i % len(FILLER)]
-        await store.append(owner, conv.id, "user", user)
-        await store.append(owner, conv.id, "assistant", reply)
-    return conv
-
-
-def vector_models(store):
-    return rows(store, "SELECT model, length(vector) FROM turn_vectors ORDER BY turn_id")
+    return await conversation_with_fact(
+        store, PLANTED, "聽起來很愜意。", FILLER, owner=owner, turns=turns
+    )
 
 
 def recalled(ctx):
@@ -102,7 +93,7 @@ async def test_turns_embedded_by_the_previous_model_are_still_recalled(
     ctx = await store.context("ana", conv.id, query="安平老街的豆花好吃嗎？")  # shares words
     assert PLANTED in recalled(ctx)
     await store.append("ana", conv.id, "user", "我上個月搬到高雄了。")
-    models = vector_models(store)
+    models = vector_rows(store)
     assert models[:-1] == [(wordllama.name, 256)] * 42
     assert models[-1] == (use.name, 512)
 
