@@ -145,7 +145,7 @@ class UseEmbedder:
     def __init__(self, model: object) -> None:
         self._model = model
         # The new message is embedded twice, as the query and when it is saved: ~3 ms each.
-        self._recent: dict[str, np.ndarray] = {}
+        self._one = functools.lru_cache(maxsize=RECENT_TEXTS)(self._encode_one)
 
     @classmethod
     def load(cls) -> UseEmbedder:
@@ -171,23 +171,21 @@ class UseEmbedder:
             raise EmbedderUnavailable(f"USE returned vectors of shape {probe.shape}, not (1, 512)")
         return cls(model)
 
+    def _encode_one(self, text: str) -> np.ndarray:
+        return np.asarray(self._model.encode([text]), dtype=np.float32)[0]
+
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
         """One vector per text."""
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        if len(texts) == 1 and texts[0] in self._recent:
-            return self._recent[texts[0]][None, :].copy()
-        out = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
         if len(texts) == 1:
-            if len(self._recent) >= RECENT_TEXTS:
-                self._recent.pop(next(iter(self._recent)))  # the oldest: dicts keep order
-            self._recent[texts[0]] = out[0].copy()
-        return out
+            return self._one(texts[0])[None, :].copy()  # a copy: the cached one stays intact
+        return np.asarray(self._model.encode(list(texts)), dtype=np.float32)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) <= 2:  # a turn's message: ~2 ms, less than a hop to a thread and back
-            return self.embed_now(texts)
-        return await asyncio.to_thread(self.embed_now, texts)  # an import: keep the loop free
+        # Always in a thread: ~3 ms of CPU a message, which on the event loop would stall
+        # every other request (numpy's products release the GIL; the hop costs ~50 µs).
+        return await asyncio.to_thread(self.embed_now, texts)
 
 
 class GeminiEmbedder:
