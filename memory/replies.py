@@ -13,7 +13,8 @@ from .connection import Connections
 from .errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from .records import Conversation, Outcome, Turn
 from .validation import check_outcome, validate_message
-from .vectors import Embedder, embed_packed
+from .vector_fill import VectorFiller
+from .vectors import Embedder
 
 
 class ReplyStore:
@@ -22,6 +23,7 @@ class ReplyStore:
     _db: Connections
     _clock: Callable[[], float]
     embedder: Embedder | None
+    _vectors: VectorFiller
 
     async def _visible(
         self, db: aiosqlite.Connection, owner: str, conv_id: str
@@ -36,15 +38,17 @@ class ReplyStore:
         *,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
+        draft: bool = False,
     ) -> Turn:
         """Rewrite a reply saved while it streams (progress, then the final text) with its
-        outcome: one transaction moves its counters, both full-text entries and its vector,
-        so a crash keeps the last saved text, found by search and recall like any message.
-        ConversationNotFound when the conversation or the reply is gone (undo, delete)."""
+        outcome: one transaction moves its counters and both full-text entries and drops its
+        old vector, so a crash keeps the last saved text, found by search and recall like any
+        message. Its new vector is made in the background, unless it is a `draft` (progress:
+        embedded once, when final). ConversationNotFound when the conversation or the reply
+        is gone (undo, delete)."""
         validate_message("assistant", content)
         outcome_note = check_outcome(outcome, outcome_note)
         now = self._clock()
-        (vector,) = await embed_packed(self.embedder, [content])
         n = len(content)
 
         def rewrite(db: sqlite3.Connection) -> list[tuple]:
@@ -55,12 +59,15 @@ class ReplyStore:
                 rows = db.execute(sql.UPDATE_REPLY, row).fetchall()
             if not rows:  # the write rolls back: the counters stay as they were
                 raise ConversationNotFound(NOT_FOUND_MESSAGE)
-            if vector is not None:
-                db.execute(sql.INSERT_VECTOR, (conv_id, turn_id, self.embedder.name, vector))
+            db.execute(sql.DELETE_VECTOR, (conv_id, turn_id))
             return rows
 
         # One hop to the writer's thread for the whole transaction (Connections.transact).
         rows = await self._db.transact(rewrite)
+        if draft:
+            self._vectors.forget(turn_id)  # an older text queued: this one is not final
+        else:
+            self._vectors.submit(conv_id, turn_id, content)
         return Turn(
             id=turn_id,
             conversation_id=conv_id,

@@ -219,6 +219,22 @@ INSERT_VECTOR = (
     "INSERT OR REPLACE INTO turn_vectors (conversation_id, turn_id, model, vector) "
     "VALUES (?, ?, ?, ?)"
 )
+# A vector written after its turn (memory/vector_fill.py): only while the turn still holds the
+# text it was made of, so an undone or rewritten turn never gets a stale one.
+FILL_VECTOR = (
+    "INSERT OR REPLACE INTO turn_vectors (conversation_id, turn_id, model, vector) "
+    "SELECT conversation_id, id, ?, ? FROM turns WHERE id = ? AND content = ?"
+)
+# A reply rewritten: its old vector no longer says what it says.
+DELETE_VECTOR = "DELETE FROM turn_vectors WHERE conversation_id = ? AND turn_id = ?"
+# The backfill's step: messages (not summaries) up to a turn id lacking a vector of :model.
+MISSING_VECTORS = (
+    "SELECT t.id, t.conversation_id, t.content FROM turns t "
+    "WHERE t.id > :after AND t.id <= :upto AND t.is_summary = 0 AND NOT EXISTS "
+    "(SELECT 1 FROM turn_vectors v WHERE v.conversation_id = t.conversation_id "
+    "AND v.turn_id = t.id AND v.model = :model) ORDER BY t.id LIMIT :n"
+)
+NEWEST_TURN = "SELECT max(id) FROM turns"
 
 # -- search -----------------------------------------------------------------------------
 

@@ -95,6 +95,7 @@ from .validation import (
     make_title,
     validate_message,
 )
+from .vector_rows import newest_turn, sqlite_filler
 from .vectors import Embedder, embed_packed
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,8 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         self._clock = clock
         self._summarizing: set[str] = set()
         self._last_purge = float("-inf")
+        # Vectors are written after their turns, in the background (memory/vector_fill.py).
+        self._vectors = sqlite_filler(db, embedder)
 
     @classmethod
     async def open(
@@ -132,15 +135,24 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         """Open (creating and migrating as needed) the database.
 
         `path` is a directory (the file is <dir>/mnemo.db) or a .db file. With an `embedder`,
-        every message gets a vector when written and recall adds meaning to keywords.
+        every message gets a vector (in the background, memory/vector_fill.py; older turns
+        lacking one of this model too) and recall adds meaning to keywords.
         Raises StorageUnavailable when it cannot be opened.
         """
         db = await Connections.open(database_path(path))
         policy = policy or MemoryPolicy()
-        return cls(db, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
+        store = cls(db, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
+        if embedder is not None:
+            store._vectors.start_backfill(await newest_turn(db))
+        return store
 
     async def close(self) -> None:
+        await self._vectors.aclose()  # queued vectors are written first, within a deadline
         await self._db.close()
+
+    async def flush_vectors(self) -> None:
+        """Until the vectors queued so far (and the backfill) are written: tests, bench."""
+        await self._vectors.flush()
 
     async def __aenter__(self) -> ConversationStore:
         return self
@@ -251,18 +263,21 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         origin: Origin | None = None,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
+        draft: bool = False,
     ) -> Turn:
         """Save a message (a first user message titles the conversation); `created_at` (epoch
         seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
         `origin="tool"`: a tool note (a user turn); `outcome` and its note say how a reply
-        ended when not as planned (then incomplete)."""
+        ended when not as planned (then incomplete). Its vector: the one context() made of
+        this message, written with it, else made in the background after it; a `draft` (a
+        reply's progress) gets none until its final save (memory/vector_fill.py)."""
         validate_message(role, content, speaker, origin)
         outcome_note = check_outcome(outcome, outcome_note)
         incomplete = incomplete or outcome is not None
         now = self._clock()
         when = check_created_at(created_at, now)
         title = make_title(content) if role == "user" and origin is None else None
-        (vector,) = await embed_packed(self.embedder, [content])
+        vector = self._vectors.take_fresh(conv_id, content) if role == "user" else None
         row = (conv_id, role, content, when, int(incomplete), speaker, origin, outcome)
 
         def insert(db: sqlite3.Connection) -> int:
@@ -279,6 +294,8 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
 
         # The user's message is urgent: its reply is waiting for it (memory/gate.py).
         turn_id = await self._db.transact(insert, urgent=role == "user")
+        if vector is None and not draft:
+            self._vectors.submit(conv_id, turn_id, content)
         await self._maybe_purge()
         flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
         flags |= {"outcome": outcome, "outcome_note": outcome_note}
@@ -407,7 +424,7 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         recalled too, as snippets packed into `recall_chars` (memory/packing.py).
         """
         return await read_context(
-            self._db, self.embedder, self.policy, owner, conv_id, query, self._clock()
+            self._db, self._vectors, self.policy, owner, conv_id, query, self._clock()
         )
 
     async def search(

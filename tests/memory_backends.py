@@ -148,6 +148,7 @@ async def conversation_with_fact(store, fact, ack, filler, *, owner="ana", turns
         user, reply = filler[i % len(filler)]
         await store.append(owner, conv.id, "user", user)
         await store.append(owner, conv.id, "assistant", reply)
+    await store.flush_vectors()  # written after the turns, in the background
     return conv
 
 

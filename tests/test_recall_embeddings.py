@@ -106,6 +106,7 @@ async def test_a_failing_embedder_never_loses_a_message(memory_backend, caplog, 
     with caplog.at_level(logging.WARNING, logger="memory"):
         conv = await planted_conversation(store, turns=15)
         imported = await store.import_conversation("ana", [("user", PLANTED, 1_000.0)])
+        await store.flush_vectors()
         ctx = await store.context("ana", conv.id, query="the bicycle ride with Anna")
     assert embedder.calls > 0 and "saving without vectors" in caplog.text
     assert len(await store.transcript("ana", conv.id)) == 32
@@ -152,6 +153,7 @@ async def test_a_rewritten_reply_is_recalled_by_its_new_meaning(memory_backend, 
         user, answer = FILLER[i % len(FILLER)]
         await store.append("ana", conv.id, "user", user)
         await store.append("ana", conv.id, "assistant", answer)
+    await store.flush_vectors()
     assert len(vector_rows(store)) == 62  # replaced, not added
     ctx = await store.context("ana", conv.id, query="Who did I go cycling with?")
     assert reply.id in [r.turn.id for r in ctx.recalled]
@@ -174,8 +176,10 @@ async def test_a_gemini_embedding_error_saves_the_message_without_a_vector(memor
     conv = await store.create_conversation("ana")
     fake.error(429, "Resource has been exhausted")
     turn = await store.append("ana", conv.id, "user", "Remember the blue bicycle.")
+    await store.flush_vectors()
     assert turn.saved and vector_rows(store) == []
     await store.append("ana", conv.id, "assistant", "I will.")
+    await store.flush_vectors()
     assert vector_rows(store) == [(embedder.name, 256)]
 
 
@@ -206,6 +210,7 @@ async def test_a_chinese_question_is_recalled_by_characters_when_the_model_knows
     await store.append("ana", conv.id, "user", "我最近開始上大提琴課，手指痠得要命。")
     for i in range(30):
         await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"閒聊 {i}")
+    await store.flush_vectors()
     written = len(embedder.texts)
     ctx = await store.context("ana", conv.id, query="大提琴課上得怎樣？")
     assert len(embedder.texts) == written  # no vector asked for the Chinese question
@@ -240,6 +245,7 @@ async def test_only_a_token_averaging_embedder_gets_the_question_without_functio
         store = await memory_backend.open(embedder=embedder)
         conv = await store.create_conversation("ana")
         await store.append("ana", conv.id, "user", "I grew up in a fishing village.")
+        await store.flush_vectors()
         await store.context("ana", conv.id, query="What's my hometown?")
         assert embedder.texts == ["I grew up in a fishing village.", expected]
         await store.close()

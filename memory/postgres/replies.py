@@ -7,9 +7,9 @@ from __future__ import annotations
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from ..records import Outcome, Turn
 from ..validation import check_outcome, validate_message
-from ..vectors import embed_packed
-from . import sql
+from ..vector_fill import VectorFiller
 from .text import check_text, index_cjk, index_words
+from .vector_rows import DELETE_VECTOR_SQL
 
 # Only a live reply is rewritten, never a summary or a folded turn; its search text moves with
 # it. Returns the old length (for the counters) and when it was written.
@@ -32,6 +32,8 @@ SET_OUTCOME_SQL = (
 
 
 class Replies:
+    _vectors: VectorFiller
+
     async def update_reply(
         self,
         owner: str,
@@ -41,16 +43,17 @@ class Replies:
         *,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
+        draft: bool = False,
     ) -> Turn:
         """Rewrite a reply saved while it streams (progress, then the final text) with its
-        outcome: one transaction moves its counters, its search text and its vector, so a
-        crash keeps the last saved text. ConversationNotFound when the conversation or the
-        reply is gone."""
+        outcome: one transaction moves its counters and its search text and drops its old
+        vector, so a crash keeps the last saved text; the new vector is made in the
+        background unless it is a `draft` (as on SQLite). ConversationNotFound when the
+        conversation or the reply is gone."""
         validate_message("assistant", content)
         outcome_note = check_outcome(outcome, outcome_note)
         check_text(content, outcome_note)
         now = self._clock()
-        (vector,) = await embed_packed(self.embedder, [content])
         async with self._write() as conn:
             await self._locked(conn, owner, conv_id)
             cur = await conn.execute(
@@ -73,16 +76,11 @@ class Replies:
             await conn.execute(
                 REPLY_COUNTERS_SQL, {"delta": len(content) - old, "now": now, "conv": conv_id}
             )
-            if vector is not None:
-                await conn.execute(
-                    sql.UPSERT_VECTOR_SQL,
-                    {
-                        "turn": turn_id,
-                        "conv": conv_id,
-                        "model": self.embedder.name,
-                        "vector": vector,
-                    },
-                )
+            await conn.execute(DELETE_VECTOR_SQL, {"turn": turn_id})
+        if draft:  # after the commit: the filler writes only over the text it was made of
+            self._vectors.forget(turn_id)  # an older text queued: this one is not final
+        else:
+            self._vectors.submit(conv_id, turn_id, content)
         return Turn(
             id=turn_id,
             conversation_id=conv_id,

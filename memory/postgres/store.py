@@ -68,6 +68,7 @@ from .replies import Replies
 from .steering import Steering
 from .text import check_text, index_cjk, index_words
 from .tokens import Tokens
+from .vector_rows import newest_turn, postgres_filler
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,8 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         self._last_purge = float("-inf")
         self._closed = False
         self._appends = AppendQueue(self._conn, async_commit=append_commit == "async")
+        # Vectors are written after their turns, in the background (memory/vector_fill.py).
+        self._vectors = postgres_filler(self._conn, self._read, embedder)
 
     @classmethod
     async def open(
@@ -125,13 +128,21 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         pool = await open_pool(url, pool_max)
         policy = policy or MemoryPolicy()
         summarizer = summarizer or ExtractiveSummarizer()
-        return cls(pool, url, policy, summarizer, clock, embedder, append_commit)
+        store = cls(pool, url, policy, summarizer, clock, embedder, append_commit)
+        if embedder is not None:
+            store._vectors.start_backfill(await newest_turn(store._read))
+        return store
 
     async def close(self) -> None:
         if not self._closed:
             await self._appends.wait()  # appends already submitted are written first
+            await self._vectors.aclose()  # then their vectors, within a deadline
             self._closed = True
             await self._pool.close()
+
+    async def flush_vectors(self) -> None:
+        """Until the vectors queued so far (and the backfill) are written: tests, bench."""
+        await self._vectors.flush()
 
     async def __aenter__(self) -> PostgresStore:
         return self
@@ -282,18 +293,20 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         origin: Origin | None = None,
         outcome: Outcome | None = None,
         outcome_note: str | None = None,
+        draft: bool = False,
     ) -> Turn:
         """Save a message (a first user message titles the conversation); `created_at` (epoch
         seconds) dates a message written elsewhere; `speaker`: a roundtable reply's persona;
         `origin="tool"`: a tool note (a user turn); `outcome` and its note say how a reply
-        ended when not as planned (then incomplete)."""
+        ended when not as planned (then incomplete). Its vector as on SQLite: context()'s of
+        this message, else made in the background; none for a `draft` (a reply's progress)."""
         validate_message(role, content, speaker, origin)
         outcome_note = check_outcome(outcome, outcome_note)
         incomplete = incomplete or outcome is not None
         check_text(content, speaker, outcome_note)
         now = self._clock()
         when = check_created_at(created_at, now)
-        (vector,) = await embed_packed(self.embedder, [content])
+        vector = self._vectors.take_fresh(conv_id, content) if role == "user" else None
         turn_id = await self._appends.submit(
             {
                 "conv": conv_id,
@@ -317,6 +330,8 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         )
         if turn_id is None:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
+        if vector is None and not draft:
+            self._vectors.submit(conv_id, turn_id, content)
         await self._maybe_purge()
         flags = {"incomplete": incomplete, "speaker": speaker, "origin": origin}
         flags |= {"outcome": outcome, "outcome_note": outcome_note}

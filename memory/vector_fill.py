@@ -1,0 +1,254 @@
+"""Turn vectors written after the turn, in the background: `VectorFiller`.
+
+A model that knows Chinese (USE multilingual, ~3 ms of CPU a message alone, ~1.5 ms in a
+batch) is too slow to embed on a turn's path four times. So a message is saved without
+waiting for its vector:
+
+- The new user message is embedded once, by context() while its SQL runs (the recall query),
+  and that vector is written with the append (`take_fresh`). Nothing else waits for a model.
+- Every other write (a reply, a tool note, an append without a context before it) queues its
+  turn here; one worker embeds what queued up in one batch (`embed_packed`) and writes the
+  vectors in one transaction, after the turn. A reply's progress saves are drafts and are not
+  queued: it is embedded once, when final.
+- A turn whose vector is not written yet is recalled by its words. A vector is written only
+  while the turn still holds the text it was made from (the backends' `write_vectors` checks
+  the content), so a reply rewritten or a turn undone meanwhile never gets a stale one.
+- On open, turns lacking a vector of the current model (a crash before it was written, a store
+  written by another model such as wordllama, or without an embedder) get one in background
+  batches, oldest first, up to the newest turn at open (later ones are queued live), with
+  progress in the log. It is resumable because it keeps no state: the next open finds what is
+  still missing. Live turns go first; the backfill yields between batches.
+- `aclose()` (the store's close) writes what is queued within a deadline and drops the rest
+  (logged): the next open's backfill finds those turns.
+
+memory still never loads a model: the `Embedder` comes from outside; this module only calls
+it and hands the backend (SQLite or PostgreSQL) rows to write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from .vectors import Embedder, embed_packed
+
+log = logging.getLogger(__name__)
+
+LIVE_BATCH = 64  # queued turns per embedder call (USE: ~1.5 ms a message in a batch)
+BACKFILL_BATCH = 256  # older turns read and embedded per backfill step
+PROGRESS_EVERY_S = 10.0  # how often the backfill logs how far it got
+CLOSE_S = 5.0  # on close, how long queued vectors may take to be written
+FRESH = 64  # new messages' vectors kept between context() and append()
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A turn waiting for its vector: the vector is made of `content` and written only while
+    the turn still holds it."""
+
+    conv_id: str
+    turn_id: int
+    content: str
+
+
+# The backend's halves: write (pending turn, vector) pairs for the embedder's model, returning
+# how many were written; and read up to `limit` turns after `after_id`, up to `upto_id`,
+# lacking a vector of `model`, oldest first.
+WriteVectors = Callable[[str, list[tuple[Pending, bytes]]], Awaitable[int]]
+MissingVectors = Callable[[str, int, int, int], Awaitable[list[Pending]]]
+
+
+class VectorFiller:
+    """The store's background embedder: a queue of turns, one worker, and the backfill."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        write: WriteVectors,
+        missing: MissingVectors,
+        *,
+        live_batch: int = LIVE_BATCH,
+        backfill_batch: int = BACKFILL_BATCH,
+    ) -> None:
+        self.embedder = embedder
+        self._write = write
+        self._missing = missing
+        self._live_batch = live_batch
+        self._backfill_batch = backfill_batch
+        self._queue: OrderedDict[int, Pending] = OrderedDict()  # by turn id: the latest text
+        self._fresh: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self._backfill: tuple[int, int] | None = None  # (after id, up to id) still to scan
+        self._progress = _Progress(0)
+        self._closed = False
+        self.written = 0  # vectors written since open (the backfill's included)
+
+    # -- the turn's path ----------------------------------------------------------------
+
+    def keep_fresh(self, conv_id: str, text: str, vector: bytes | None) -> None:
+        """Remember the vector context() made of the new message, for its append. Only when
+        it is what a saved turn gets (the question embedded as stored: see stores_query)."""
+        if vector is None or not stores_query(self.embedder):
+            return
+        self._fresh[(conv_id, text)] = vector
+        self._fresh.move_to_end((conv_id, text))
+        while len(self._fresh) > FRESH:
+            self._fresh.popitem(last=False)
+
+    def take_fresh(self, conv_id: str, text: str) -> bytes | None:
+        """The vector context() made of `text` in `conv_id`, once; None when there is none."""
+        return self._fresh.pop((conv_id, text), None)
+
+    def submit(self, conv_id: str, turn_id: int, content: str) -> None:
+        """Queue a saved turn for its vector (no-op without an embedder or once closed)."""
+        if self.embedder is None or self._closed:
+            return
+        self._queue[turn_id] = Pending(conv_id, turn_id, content)
+        self._queue.move_to_end(turn_id)
+        self._start()
+
+    def forget(self, turn_id: int) -> None:
+        """Drop a queued turn (its text is a draft again, or it is gone)."""
+        self._queue.pop(turn_id, None)
+
+    # -- background ---------------------------------------------------------------------
+
+    def start_backfill(self, upto_id: int | None) -> None:
+        """Embed, in the background, the turns up to `upto_id` (the newest at open) that
+        lack a vector of the current model."""
+        if self.embedder is None or not upto_id:
+            return
+        self._backfill = (0, int(upto_id))
+        self._start()
+
+    async def flush(self) -> None:
+        """Until everything queued so far is written and the backfill is done (tests, bench)."""
+        while self._task is not None and not self._task.done():
+            if not self._queue and self._backfill is None and self._idle.is_set():
+                return
+            self._wake.set()
+            await asyncio.sleep(0.005)
+
+    async def aclose(self, timeout_s: float = CLOSE_S) -> None:
+        """Write what is queued within `timeout_s`, stop the backfill, drop the rest."""
+        self._closed = True
+        self._backfill = None
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._wake.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self._queue or not self._idle.is_set():
+                    if task.done():
+                        break
+                    await asyncio.sleep(0.005)
+        if self._queue:
+            log.warning(
+                "vectors: %d turns closed without one; the next open embeds them",
+                len(self._queue),
+            )
+            self._queue.clear()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+    def _start(self) -> None:
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            if self._queue:
+                batch = [self._queue.popitem(last=False)[1] for _ in range(self._take())]
+            elif self._backfill is not None and not self._closed:
+                batch = await self._backfill_step()
+            else:
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if batch:
+                await self._embed_and_write(batch)
+            await asyncio.sleep(0)  # the turns' own work first
+
+    def _take(self) -> int:
+        return min(self._live_batch, len(self._queue))
+
+    async def _embed_and_write(self, batch: Sequence[Pending]) -> None:
+        self._idle.clear()
+        try:
+            vectors = await embed_packed(self.embedder, [p.content for p in batch])
+            rows = [(p, v) for p, v in zip(batch, vectors, strict=True) if v is not None]
+            if rows:
+                self.written += await self._write(self.embedder.name, rows)
+        except Exception:  # storage down: those turns are found by the next open's backfill
+            log.warning("vectors: %d not written", len(batch), exc_info=True)
+        finally:
+            self._idle.set()
+
+    async def _backfill_step(self) -> list[Pending]:
+        assert self._backfill is not None
+        after, upto = self._backfill
+        if after == 0:
+            self._progress = _Progress(upto)
+        try:
+            batch = await self._missing(self.embedder.name, after, upto, self._backfill_batch)
+        except Exception:
+            log.warning("vectors: backfill stopped (the next open resumes it)", exc_info=True)
+            self._backfill = None
+            return []
+        if not batch:
+            self._progress.done(self.embedder.name)
+            self._backfill = None
+            return []
+        self._backfill = (batch[-1].turn_id, upto)
+        self._progress.step(self.embedder.name, len(batch), batch[-1].turn_id)
+        return batch
+
+
+class _Progress:
+    """The backfill's log lines: started, every PROGRESS_EVERY_S, done."""
+
+    def __init__(self, upto: int) -> None:
+        self.upto = upto
+        self.count = 0
+        self.started = self.logged = time.monotonic()
+
+    def step(self, model: str, n: int, last_id: int) -> None:
+        if self.count == 0:
+            log.info(
+                "vectors: embedding older turns lacking one of %s (up to turn %d)", model, self.upto
+            )
+        self.count += n
+        now = time.monotonic()
+        if now - self.logged >= PROGRESS_EVERY_S:
+            self.logged = now
+            rate = self.count / max(now - self.started, 1e-9)
+            log.info(
+                "vectors: %d older turns embedded (at turn %d of %d, %.0f a second)",
+                self.count, last_id, self.upto, rate,
+            )  # fmt: skip
+
+    def done(self, model: str) -> None:
+        if self.count:
+            log.info(
+                "vectors: backfill done, %d older turns embedded by %s in %.1f s",
+                self.count, model, time.monotonic() - self.started,
+            )  # fmt: skip
+
+
+def stores_query(embedder: Embedder | None) -> bool:
+    """Whether the recall query's vector is the one a saved turn of the same text gets: not
+    under a static model, whose question is embedded without its function words."""
+    return embedder is not None and not getattr(embedder, "averages_tokens", False)

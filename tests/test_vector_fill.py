@@ -1,0 +1,211 @@
+"""Turn vectors off the turn's path (memory/vector_fill.py): the new message embedded once,
+beside the context's read; replies embedded once, when final, in the background; a vector
+never written over text it was not made of; turns lacking one filled in on open; close drains
+or drops the queue. Tests taking `memory_backend` run on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from memory_backends import rows, vector_rows
+
+from assistant.embedding import WordLlamaEmbedder
+from memory.vector_fill import VectorFiller
+
+WAIT_S = 10.0  # a bound on waiting for the other side, never a measurement
+
+
+@pytest.fixture(scope="module")
+def wordllama():
+    return WordLlamaEmbedder.load()
+
+
+class Recording:
+    """wordllama's vectors under another name, recording every text and call; with
+    `averages_tokens` False the question is embedded as it is stored (as USE's is). `gate`:
+    each call first waits for it."""
+
+    dims = 256
+
+    def __init__(self, wordllama, averages_tokens=False, gate=None):
+        self.name = "recording-256"
+        self.averages_tokens = averages_tokens
+        self._inner = wordllama
+        self.gate = gate
+        self.texts: list[str] = []
+        self.calls = 0
+        self._called = asyncio.Event()
+
+    async def called(self, n: int) -> None:
+        """Until the embedder has been called `n` times (bounded)."""
+        async with asyncio.timeout(WAIT_S):
+            while self.calls < n:
+                self._called.clear()
+                await self._called.wait()
+
+    async def embed(self, texts):
+        self.calls += 1
+        self._called.set()
+        if self.gate is not None:
+            await asyncio.wait_for(self.gate.wait(), WAIT_S)
+        self.texts += list(texts)
+        return self._inner.embed_now(texts)
+
+
+def watch_reads(store, backend: str) -> asyncio.Event:
+    """An event set when the store sends its next read statement."""
+    started = asyncio.Event()
+    owner, name = (store._db, "read_one") if backend == "sqlite" else (store, "_read")
+    real = getattr(owner, name)
+
+    async def read(*args, **kwargs):
+        started.set()
+        return await real(*args, **kwargs)
+
+    setattr(owner, name, read)
+    return started
+
+
+def vector_of(store, turn_id):
+    return rows(store, "SELECT model FROM turn_vectors WHERE turn_id = ?", (turn_id,))
+
+
+async def test_the_new_message_is_embedded_once_while_the_context_is_read(
+    memory_backend, wordllama
+):
+    # The embedder waits until the context's statement has been sent: it can only finish if
+    # the two run together (embedding first, then reading, never gets its vector).
+    embedder = Recording(wordllama)
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    embedder.gate = watch_reads(store, memory_backend.name)
+    text = "I took the ferry to Bergen on Saturday."
+    await store.context("ana", conv.id, query=text)
+    turn = await store.append("ana", conv.id, "user", text)
+    assert vector_of(store, turn.id) == [("recording-256",)]  # written with the append
+    assert embedder.texts == [text] and embedder.calls == 1  # the query's is the stored one
+
+
+async def test_a_static_models_question_is_not_reused_as_the_stored_vector(
+    memory_backend, wordllama
+):
+    embedder = Recording(wordllama, averages_tokens=True)
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    text = "What do I do for a living?"
+    await store.context("ana", conv.id, query=text)
+    turn = await store.append("ana", conv.id, "user", text)
+    await store.flush_vectors()
+    assert embedder.texts == ["living", text]  # the question's content words, then the turn
+    assert vector_of(store, turn.id) == [("recording-256",)]
+
+
+async def test_a_reply_is_embedded_once_when_final_after_the_turn(memory_backend, wordllama):
+    embedder = Recording(wordllama)
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    await store.append("ana", conv.id, "user", "Tell me about fjords.")
+    await store.flush_vectors()
+    embedder.texts.clear()
+    reply = await store.append("ana", conv.id, "assistant", "Fjords are", draft=True)
+    for text in ("Fjords are long", "Fjords are long, deep inlets"):
+        await store.update_reply("ana", conv.id, reply.id, text, draft=True)
+    await store.flush_vectors()
+    assert embedder.texts == [] and vector_of(store, reply.id) == []  # drafts: none yet
+    final = "Fjords are long, deep inlets carved by glaciers."
+    await store.update_reply("ana", conv.id, reply.id, final)
+    await store.flush_vectors()
+    assert embedder.texts == [final]
+    assert vector_of(store, reply.id) == [("recording-256",)]
+
+
+async def test_turns_that_queued_together_are_embedded_in_one_batch(memory_backend, wordllama):
+    gate = asyncio.Event()
+    embedder = Recording(wordllama, gate=gate)
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    await store.append("ana", conv.id, "user", "first")  # the worker takes it and waits
+    for i in range(10):
+        await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"message {i}")
+    gate.set()
+    await store.flush_vectors()
+    assert embedder.calls == 2 and len(vector_rows(store)) == 11  # 1, then the other 10
+
+
+async def test_a_vector_is_never_written_over_text_it_was_not_made_of(memory_backend, wordllama):
+    embedder = Recording(wordllama, gate=asyncio.Event())
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    question = await store.append("ana", conv.id, "user", "Undo me")
+    await embedder.called(1)  # the worker holds it, waiting on the gate
+    await store.undo("ana", conv.id)
+    embedder.gate.set()
+    await store.flush_vectors()
+    assert vector_of(store, question.id) == []  # gone: no orphan vector
+    await store.append("ana", conv.id, "user", "Keep me")
+    await store.flush_vectors()
+    embedder.gate = asyncio.Event()
+    answer = await store.append("ana", conv.id, "assistant", "A first text")
+    await embedder.called(3)
+    await store.update_reply("ana", conv.id, answer.id, "A second text", draft=True)
+    embedder.gate.set()
+    await store.flush_vectors()
+    assert vector_of(store, answer.id) == []  # made of "A first text": not written
+    assert len(vector_rows(store)) == 1  # "Keep me"
+
+
+async def test_turns_lacking_a_vector_get_one_on_open_in_background_batches(
+    memory_backend, wordllama, caplog
+):
+    # Written without an embedder (as after a crash before their vectors were written).
+    plain = await memory_backend.open()
+    conv = await plain.create_conversation("ana")
+    for i in range(30):
+        await plain.append("ana", conv.id, ("user", "assistant")[i % 2], f"message number {i}")
+    await plain.close()
+    embedder = Recording(wordllama)
+    with caplog.at_level(logging.INFO, logger="memory"):
+        store = await memory_backend.open(embedder=embedder)
+        await store.flush_vectors()
+    assert vector_rows(store) == [("recording-256", 256)] * 30
+    assert embedder.calls == 1  # one batch of 30
+    assert "backfill done, 30 older turns embedded by recording-256" in caplog.text
+    await store.close()
+    again = Recording(wordllama)
+    store = await memory_backend.open(embedder=again)
+    await store.flush_vectors()
+    assert again.calls == 0  # nothing left to do: resumable, it keeps no state
+
+
+async def test_closing_writes_the_vectors_still_queued(memory_backend, wordllama):
+    store = await memory_backend.open(embedder=Recording(wordllama))
+    conv = await store.create_conversation("ana")
+    for i in range(6):
+        await store.append("ana", conv.id, ("user", "assistant")[i % 2], f"message {i}")
+    await store.close()  # no flush: close drains the queue
+    reopened = await memory_backend.open()
+    assert len(vector_rows(reopened)) == 6
+
+
+async def test_closing_drops_what_cannot_be_embedded_in_time(caplog, wordllama):
+    written: list = []
+
+    async def write(model, batch):
+        written.extend(batch)
+        return len(batch)
+
+    async def missing(model, after, upto, limit):
+        return []
+
+    embedder = Recording(wordllama, gate=asyncio.Event())  # never opens
+    filler = VectorFiller(embedder, write, missing)
+    filler.submit("conv", 1, "first")
+    await asyncio.sleep(0)  # the worker holds "first"
+    filler.submit("conv", 2, "second")
+    with caplog.at_level(logging.WARNING, logger="memory"):
+        await filler.aclose(timeout_s=0.05)
+    assert written == [] and "1 turns closed without one" in caplog.text
+    filler.submit("conv", 3, "after close")  # ignored: nothing restarts
+    assert filler._task is None
