@@ -256,6 +256,10 @@ async def measure_mnemo(
                 extra = {"created_at": m.created_at} if dated else {}
                 await store.append(OWNER, c.id, m.role, m.content, **extra)
                 await store.summarize_if_needed(OWNER, c.id)
+            # Vectors are written after their turns (memory/vector_fill.py); in the app the
+            # questions come long after, when the background has caught up.
+            if hasattr(store, "flush_vectors"):
+                await store.flush_vectors()
             clock.now = conv.asked_at
             for n, q in enumerate(conv.questions):
                 preview = await service.preview(OWNER, c.id, draft=q.text)

@@ -97,6 +97,8 @@ class MnemoStrategy:
         await self.store.summarize_if_needed(self.owner, self.conv_id)
 
     async def context(self, query: str | None = None) -> list[str]:
+        if hasattr(self.store, "flush_vectors"):  # written in the background: caught up
+            await self.store.flush_vectors()
         if self.recall and query is not None:
             ctx = await self.store.context(self.owner, self.conv_id, query=query)
         else:
