@@ -361,6 +361,20 @@ async def m012_fts_background_merges(db: aiosqlite.Connection) -> None:
             await db.execute(f"INSERT INTO {table} ({table}, rank) VALUES (?, ?)", (option, value))
 
 
+@migration
+async def m013_vector_backfill(db: aiosqlite.Connection) -> None:
+    # How far the background filler (memory/vector_fill.py) got: every message up to turn
+    # `done_upto` was given a vector of `model`. One row. Without it every open scanned all
+    # turns for a missing vector (1M messages: 37 s in the background, under load), to find
+    # none; with it an open scans only the turns written since the last complete pass. Another
+    # model's mark means nothing for this one: its pass starts from the first turn.
+    await _run(
+        db,
+        "CREATE TABLE vector_backfill (one INTEGER PRIMARY KEY CHECK (one = 1), "
+        "model TEXT NOT NULL, done_upto INTEGER NOT NULL)",
+    )
+
+
 async def applied_migrations(db: aiosqlite.Connection) -> list[str]:
     rows = await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_mnemo_migrations'"

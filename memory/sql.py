@@ -235,6 +235,10 @@ MISSING_VECTORS = (
     "AND v.turn_id = t.id AND v.model = :model) ORDER BY t.id LIMIT :n"
 )
 NEWEST_TURN = "SELECT max(id) FROM turns"
+# How far a complete backfill pass got (m013_vector_backfill): one row.
+BACKFILL_DONE = "SELECT done_upto FROM vector_backfill WHERE model = ?"
+BACKFILL_MARK = "INSERT OR REPLACE INTO vector_backfill (one, model, done_upto) VALUES (1, ?, ?)"
+BACKFILL_LOWER = "UPDATE vector_backfill SET done_upto = min(done_upto, ?)"
 
 # -- search -----------------------------------------------------------------------------
 

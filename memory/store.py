@@ -95,7 +95,8 @@ from .validation import (
     make_title,
     validate_message,
 )
-from .vector_rows import newest_turn, sqlite_filler
+from .vector_fill import VectorFiller
+from .vector_rows import SqliteVectorRows
 from .vectors import Embedder, embed_packed
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         self._summarizing: set[str] = set()
         self._last_purge = float("-inf")
         # Vectors are written after their turns, in the background (memory/vector_fill.py).
-        self._vectors = sqlite_filler(db, embedder)
+        self._vectors = VectorFiller(embedder, SqliteVectorRows(db))
 
     @classmethod
     async def open(
@@ -142,8 +143,7 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
         db = await Connections.open(database_path(path))
         policy = policy or MemoryPolicy()
         store = cls(db, policy, summarizer or ExtractiveSummarizer(), clock, embedder)
-        if embedder is not None:
-            store._vectors.start_backfill(await newest_turn(db))
+        await store._vectors.start_backfill()
         return store
 
     async def close(self) -> None:

@@ -7,19 +7,20 @@ waiting for its vector:
 - The new user message is embedded once, by context() while its SQL runs (the recall query),
   and that vector is written with the append (`take_fresh`). Nothing else waits for a model.
 - Every other write (a reply, a tool note, an append without a context before it) queues its
-  turn here; one worker embeds what queued up in one batch (`embed_packed`) and writes the
-  vectors in one transaction, after the turn. A reply's progress saves are drafts and are not
-  queued: it is embedded once, when final.
+  turn here; one worker, 50 ms after the first arrives, embeds what queued up in one batch
+  (`embed_packed`) and writes the vectors in one transaction, after the turn. A reply's
+  progress saves are drafts and are not queued: it is embedded once, when final.
 - A turn whose vector is not written yet is recalled by its words. A vector is written only
   while the turn still holds the text it was made from (the backends' `write_vectors` checks
   the content), so a reply rewritten or a turn undone meanwhile never gets a stale one.
 - On open, turns lacking a vector of the current model (a crash before it was written, a store
   written by another model such as wordllama, or without an embedder) get one in background
   batches, oldest first, up to the newest turn at open (later ones are queued live), with
-  progress in the log. It is resumable because it keeps no state: the next open finds what is
-  still missing. Live turns go first; the backfill yields between batches.
+  progress in the log. A complete pass records how far it got (`vector_backfill`: model and
+  turn id), so the next open scans only the turns written since; a pass cut short records
+  nothing, and the next open finds what is still missing. Live turns go first.
 - `aclose()` (the store's close) writes what is queued within a deadline and drops the rest
-  (logged): the next open's backfill finds those turns.
+  (logged, and the mark moved back before them): the next open's backfill finds those turns.
 
 memory still never loads a model: the `Embedder` comes from outside; this module only calls
 it and hands the backend (SQLite or PostgreSQL) rows to write.
@@ -32,8 +33,9 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from .vectors import Embedder, embed_packed
 
@@ -43,6 +45,9 @@ LIVE_BATCH = 64  # queued turns per embedder call (USE: ~1.5 ms a message in a b
 BACKFILL_BATCH = 256  # older turns read and embedded per backfill step
 PROGRESS_EVERY_S = 10.0  # how often the backfill logs how far it got
 CLOSE_S = 5.0  # on close, how long queued vectors may take to be written
+# A vector is not urgent: waiting this long lets the turns of a busy moment (one-at-a-time
+# appends, many conversations at once) queue up and go in one embedder call and one write.
+LINGER_S = 0.05
 FRESH = 64  # new messages' vectors kept between context() and append()
 
 
@@ -56,11 +61,34 @@ class Pending:
     content: str
 
 
-# The backend's halves: write (pending turn, vector) pairs for the embedder's model, returning
-# how many were written; and read up to `limit` turns after `after_id`, up to `upto_id`,
-# lacking a vector of `model`, oldest first.
-WriteVectors = Callable[[str, list[tuple[Pending, bytes]]], Awaitable[int]]
-MissingVectors = Callable[[str, int, int, int], Awaitable[list[Pending]]]
+class VectorRows(Protocol):
+    """The backend's half (memory/vector_rows.py, memory/postgres/vector_rows.py)."""
+
+    async def write(self, model: str, rows: list[tuple[Pending, bytes]]) -> int:
+        """Write (turn, vector) pairs of `model` where the turn still holds the text; how
+        many were written."""
+        ...
+
+    async def missing(self, model: str, after: int, upto: int, limit: int) -> list[Pending]:
+        """Up to `limit` messages with ids in (after, upto] lacking a vector of `model`,
+        oldest first."""
+        ...
+
+    async def newest(self) -> int | None:
+        """The newest turn's id (the backfill's bound at open)."""
+        ...
+
+    async def done_upto(self, model: str) -> int:
+        """How far a complete pass of `model` got (0: none)."""
+        ...
+
+    async def mark(self, model: str, upto: int) -> None:
+        """Record that every message up to `upto` was given a vector of `model`."""
+        ...
+
+    async def lower_mark(self, below: int) -> None:
+        """Move the mark back before turn `below` (its vector was dropped)."""
+        ...
 
 
 class VectorFiller:
@@ -69,15 +97,15 @@ class VectorFiller:
     def __init__(
         self,
         embedder: Embedder | None,
-        write: WriteVectors,
-        missing: MissingVectors,
+        rows: VectorRows,
         *,
         live_batch: int = LIVE_BATCH,
         backfill_batch: int = BACKFILL_BATCH,
     ) -> None:
         self.embedder = embedder
-        self._write = write
-        self._missing = missing
+        self._rows = rows
+        self._lost = False  # a write failed during the pass: it records no mark
+        self._inflight: list[Pending] = []  # the batch being embedded or written
         self._live_batch = live_batch
         self._backfill_batch = backfill_batch
         self._queue: OrderedDict[int, Pending] = OrderedDict()  # by turn id: the latest text
@@ -87,7 +115,7 @@ class VectorFiller:
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
         self._backfill: tuple[int, int] | None = None  # (after id, up to id) still to scan
-        self._progress = _Progress(0)
+        self._progress = _Progress(0, 0)
         self._closed = False
         self.written = 0  # vectors written since open (the backfill's included)
 
@@ -121,13 +149,17 @@ class VectorFiller:
 
     # -- background ---------------------------------------------------------------------
 
-    def start_backfill(self, upto_id: int | None) -> None:
-        """Embed, in the background, the turns up to `upto_id` (the newest at open) that
-        lack a vector of the current model."""
-        if self.embedder is None or not upto_id:
+    async def start_backfill(self) -> None:
+        """Embed, in the background, the turns up to the newest now that lack a vector of
+        the current model, after the last complete pass's mark."""
+        if self.embedder is None:
             return
-        self._backfill = (0, int(upto_id))
-        self._start()
+        upto = await self._rows.newest()
+        after = await self._rows.done_upto(self.embedder.name)
+        if upto and after < upto:
+            self._backfill = (after, int(upto))
+            self._progress = _Progress(after, int(upto))
+            self._start()
 
     async def flush(self) -> None:
         """Until everything queued so far is written and the backfill is done (tests, bench)."""
@@ -151,15 +183,17 @@ class VectorFiller:
                     if task.done():
                         break
                     await asyncio.sleep(0.005)
-        if self._queue:
-            log.warning(
-                "vectors: %d turns closed without one; the next open embeds them",
-                len(self._queue),
-            )
-            self._queue.clear()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+        dropped = [*self._queue, *(p.turn_id for p in self._inflight)]
+        if dropped:
+            log.warning(
+                "vectors: %d turns closed without one; the next open embeds them", len(dropped)
+            )
+            with contextlib.suppress(Exception):  # storage down: the mark may stay too high
+                await self._rows.lower_mark(min(dropped))
+            self._queue.clear()
 
     def _start(self) -> None:
         self._wake.set()
@@ -168,6 +202,10 @@ class VectorFiller:
 
     async def _run(self) -> None:
         while True:
+            if 0 < len(self._queue) < self._live_batch and not self._closed:
+                self._idle.clear()  # flush() sees the wait as work in progress
+                await asyncio.sleep(LINGER_S)
+                self._idle.set()
             if self._queue:
                 batch = [self._queue.popitem(last=False)[1] for _ in range(self._take())]
             elif self._backfill is not None and not self._closed:
@@ -187,12 +225,17 @@ class VectorFiller:
 
     async def _embed_and_write(self, batch: Sequence[Pending]) -> None:
         self._idle.clear()
+        self._inflight = list(batch)  # stays set only when cancelled (close): then dropped
         try:
             vectors = await embed_packed(self.embedder, [p.content for p in batch])
             rows = [(p, v) for p, v in zip(batch, vectors, strict=True) if v is not None]
+            self._lost |= len(rows) < len(batch)  # the embedder failed: no mark this pass
             if rows:
-                self.written += await self._write(self.embedder.name, rows)
+                self.written += await self._rows.write(self.embedder.name, rows)
+            self._inflight = []
         except Exception:  # storage down: those turns are found by the next open's backfill
+            self._lost = True
+            self._inflight = []
             log.warning("vectors: %d not written", len(batch), exc_info=True)
         finally:
             self._idle.set()
@@ -200,16 +243,17 @@ class VectorFiller:
     async def _backfill_step(self) -> list[Pending]:
         assert self._backfill is not None
         after, upto = self._backfill
-        if after == 0:
-            self._progress = _Progress(upto)
+        model = self.embedder.name
         try:
-            batch = await self._missing(self.embedder.name, after, upto, self._backfill_batch)
+            batch = await self._rows.missing(model, after, upto, self._backfill_batch)
+            if not batch:
+                self._backfill = None
+                self._progress.done(model)
+                if not self._lost:
+                    await self._rows.mark(model, upto)
+                return []
         except Exception:
             log.warning("vectors: backfill stopped (the next open resumes it)", exc_info=True)
-            self._backfill = None
-            return []
-        if not batch:
-            self._progress.done(self.embedder.name)
             self._backfill = None
             return []
         self._backfill = (batch[-1].turn_id, upto)
@@ -220,16 +264,17 @@ class VectorFiller:
 class _Progress:
     """The backfill's log lines: started, every PROGRESS_EVERY_S, done."""
 
-    def __init__(self, upto: int) -> None:
-        self.upto = upto
+    def __init__(self, after: int, upto: int) -> None:
+        self.after, self.upto = after, upto
         self.count = 0
         self.started = self.logged = time.monotonic()
 
     def step(self, model: str, n: int, last_id: int) -> None:
         if self.count == 0:
             log.info(
-                "vectors: embedding older turns lacking one of %s (up to turn %d)", model, self.upto
-            )
+                "vectors: embedding older turns lacking one of %s (turns %d to %d)",
+                model, self.after + 1, self.upto,
+            )  # fmt: skip
         self.count += n
         now = time.monotonic()
         if now - self.logged >= PROGRESS_EVERY_S:

@@ -1,5 +1,6 @@
-"""SQLite's half of the background vectors (memory/vector_fill.py): where they are written and
-which turns still lack one. PostgreSQL's is memory/postgres/vector_rows.py."""
+"""SQLite's half of the background vectors (memory/vector_fill.py): where they are written,
+which turns still lack one, and how far the last complete pass got. PostgreSQL's is
+memory/postgres/vector_rows.py."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import sqlite3
 
 from . import sql
 from .connection import Connections
-from .vector_fill import Pending, VectorFiller
-from .vectors import Embedder
+from .vector_fill import Pending
 
 
-def sqlite_filler(db: Connections, embedder: Embedder | None) -> VectorFiller:
-    """A VectorFiller that writes through the store's writer and reads through its reader."""
+class SqliteVectorRows:
+    """vector_fill.VectorRows over the store's writer and reader."""
 
-    async def write(model: str, rows: list[tuple[Pending, bytes]]) -> int:
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    async def write(self, model: str, rows: list[tuple[Pending, bytes]]) -> int:
         params = [(model, vector, p.turn_id, p.content) for p, vector in rows]
 
         def fill(conn: sqlite3.Connection) -> int:
@@ -23,17 +26,23 @@ def sqlite_filler(db: Connections, embedder: Embedder | None) -> VectorFiller:
             return conn.total_changes - before
 
         # Not urgent: a user's new message goes first (memory/gate.py).
-        return await db.transact(fill)
+        return await self._db.transact(fill)
 
-    async def missing(model: str, after: int, upto: int, limit: int) -> list[Pending]:
+    async def missing(self, model: str, after: int, upto: int, limit: int) -> list[Pending]:
         params = {"model": model, "after": after, "upto": upto, "n": limit}
-        rows = await db.read_one(sql.MISSING_VECTORS, params)
+        rows = await self._db.read_one(sql.MISSING_VECTORS, params)
         return [Pending(conv_id, turn_id, content) for turn_id, conv_id, content in rows]
 
-    return VectorFiller(embedder, write, missing)
+    async def newest(self) -> int | None:
+        rows = await self._db.read_one(sql.NEWEST_TURN, ())
+        return rows[0][0] if rows else None
 
+    async def done_upto(self, model: str) -> int:
+        rows = await self._db.read_one(sql.BACKFILL_DONE, (model,))
+        return rows[0][0] if rows else 0
 
-async def newest_turn(db: Connections) -> int | None:
-    """The newest turn's id at open: the backfill's bound (later turns are queued live)."""
-    rows = await db.read_one(sql.NEWEST_TURN, ())
-    return rows[0][0] if rows else None
+    async def mark(self, model: str, upto: int) -> None:
+        await self._db.transact(lambda conn: conn.execute(sql.BACKFILL_MARK, (model, upto)))
+
+    async def lower_mark(self, below: int) -> None:
+        await self._db.transact(lambda conn: conn.execute(sql.BACKFILL_LOWER, (below - 1,)))

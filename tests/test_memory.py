@@ -276,6 +276,12 @@ EXPECTED_SCHEMA = [
         "turns_fts_idx",
         "CREATE TABLE 'turns_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID",
     ),
+    (
+        "table",
+        "vector_backfill",
+        "CREATE TABLE vector_backfill (one INTEGER PRIMARY KEY CHECK (one = 1), model TEXT NOT "
+        "NULL, done_upto INTEGER NOT NULL)",
+    ),
 ]
 
 

@@ -125,6 +125,9 @@ EXPECTED_SCHEMA = [
     ("column", "turns.role", "text NOT NULL"),
     ("column", "turns.speaker", "text"),
     ("column", "turns.words", "tsvector NOT NULL DEFAULT ''::tsvector"),
+    ("column", "vector_backfill.done_upto", "bigint NOT NULL"),
+    ("column", "vector_backfill.model", "text NOT NULL"),
+    ("column", "vector_backfill.one", "integer NOT NULL"),
     ("constraint", "api_tokens.api_tokens_hint_check", "CHECK ((char_length(hint) <= 8))"),
     (
         "constraint",
@@ -311,6 +314,8 @@ EXPECTED_SCHEMA = [
         "turns.turns_speaker_check",
         "CHECK (((speaker IS NULL) OR ((char_length(speaker) >= 1) AND (char_length(speaker) <= 80))))",
     ),
+    ("constraint", "vector_backfill.vector_backfill_one_check", "CHECK ((one = 1))"),
+    ("constraint", "vector_backfill.vector_backfill_pkey", "PRIMARY KEY (one)"),
     ("dictionary", "mnemo_porter", "snowball language = 'porter'"),
     (
         "function",
@@ -421,6 +426,11 @@ EXPECTED_SCHEMA = [
     ),
     ("index", "turns_pkey", "CREATE UNIQUE INDEX turns_pkey ON turns USING btree (id)"),
     ("index", "turns_words", "CREATE INDEX turns_words ON turns USING gin (words)"),
+    (
+        "index",
+        "vector_backfill_pkey",
+        "CREATE UNIQUE INDEX vector_backfill_pkey ON vector_backfill USING btree (one)",
+    ),
 ]
 
 
@@ -593,6 +603,7 @@ async def test_appends_together_keep_owner_isolation_titles_and_vectors(pg_url, 
             expected = [f"first in {n}"] + (["second in 1"] if n == 1 else [])
             assert (texts, conv.title, conv.message_count) == (expected, expected[0], len(expected))
         written = [r.id for r in results if not isinstance(r, Exception)]
+        await store.flush_vectors()  # written after their turns, in the background
         vectors = rows(pg_url, "SELECT turn_id, model FROM turn_vectors ORDER BY turn_id")
         assert vectors == [(i, "test-embedder") for i in sorted(written)]
         assert "failed together" not in caplog.text  # written as batches, not one by one

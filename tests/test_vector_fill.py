@@ -131,7 +131,7 @@ async def test_turns_that_queued_together_are_embedded_in_one_batch(memory_backe
         await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"message {i}")
     gate.set()
     await store.flush_vectors()
-    assert embedder.calls == 2 and len(vector_rows(store)) == 11  # 1, then the other 10
+    assert embedder.calls < 11 and len(vector_rows(store)) == 11  # in batches, not one by one
 
 
 async def test_a_vector_is_never_written_over_text_it_was_not_made_of(memory_backend, wordllama):
@@ -189,23 +189,68 @@ async def test_closing_writes_the_vectors_still_queued(memory_backend, wordllama
     assert len(vector_rows(reopened)) == 6
 
 
+async def test_what_close_dropped_is_embedded_on_the_next_open(memory_backend, wordllama):
+    plain = await memory_backend.open()
+    conv = await plain.create_conversation("ana")
+    await plain.append("ana", conv.id, "user", "written before any embedder")
+    await plain.close()
+    store = await memory_backend.open(embedder=Recording(wordllama))
+    await store.flush_vectors()  # a complete pass: its mark says turn 1 is done
+    stuck = Recording(wordllama, gate=asyncio.Event())  # never opens
+    await store.close()
+    store = await memory_backend.open(embedder=stuck)
+    for i in range(3):
+        await store.append("ana", conv.id, ("assistant", "user")[i % 2], f"late message {i}")
+    await store.close()  # waits its 5 s, then drops them and moves the mark back
+    assert len(vector_rows(store)) == 1
+    store = await memory_backend.open(embedder=Recording(wordllama))
+    await store.flush_vectors()
+    assert len(vector_rows(store)) == 4
+
+
+async def test_a_complete_pass_is_not_repeated(memory_backend, wordllama):
+    plain = await memory_backend.open()
+    conv = await plain.create_conversation("ana")
+    for i in range(5):
+        await plain.append("ana", conv.id, ("user", "assistant")[i % 2], f"message {i}")
+    await plain.close()
+    first = Recording(wordllama)
+    store = await memory_backend.open(embedder=first)
+    await store.flush_vectors()
+    await store.close()
+    assert first.texts == [f"message {i}" for i in range(5)]
+    first_turn = "(SELECT min(turn_id) FROM turn_vectors)"
+    rows(store, f"DELETE FROM turn_vectors WHERE turn_id = {first_turn} RETURNING turn_id")
+    second = Recording(wordllama)
+    store = await memory_backend.open(embedder=second)
+    await store.append("ana", conv.id, "user", "a new one")
+    await store.flush_vectors()
+    assert second.texts == ["a new one"]  # the pass before covered the first five
+    other = Recording(wordllama)
+    other.name = "another-model"
+    store = await memory_backend.open(embedder=other)
+    await store.flush_vectors()
+    assert len(other.texts) == 6  # another model's mark means nothing for this one
+
+
 async def test_closing_drops_what_cannot_be_embedded_in_time(caplog, wordllama):
     written: list = []
 
-    async def write(model, batch):
-        written.extend(batch)
-        return len(batch)
+    class Rows:
+        async def write(self, model, batch):
+            written.extend(batch)
+            return len(batch)
 
-    async def missing(model, after, upto, limit):
-        return []
+        async def lower_mark(self, below):
+            written.append(("lowered before", below))
 
     embedder = Recording(wordllama, gate=asyncio.Event())  # never opens
-    filler = VectorFiller(embedder, write, missing)
+    filler = VectorFiller(embedder, Rows())
     filler.submit("conv", 1, "first")
-    await asyncio.sleep(0)  # the worker holds "first"
+    await asyncio.sleep(0.1)  # the worker holds "first"
     filler.submit("conv", 2, "second")
     with caplog.at_level(logging.WARNING, logger="memory"):
         await filler.aclose(timeout_s=0.05)
-    assert written == [] and "1 turns closed without one" in caplog.text
+    assert written == [("lowered before", 1)] and "2 turns closed without one" in caplog.text
     filler.submit("conv", 3, "after close")  # ignored: nothing restarts
     assert filler._task is None

@@ -381,6 +381,18 @@ async def m011_context_function(conn: AsyncConnection) -> None:
     )
 
 
+@migration
+async def m012_vector_backfill(conn: AsyncConnection) -> None:
+    # How far the background filler got (SQLite's m013_vector_backfill): every message up to
+    # turn `done_upto` was given a vector of `model`, so an open scans only the turns written
+    # since the last complete pass, not all of them.
+    await _run(
+        conn,
+        "CREATE TABLE vector_backfill (one integer PRIMARY KEY CHECK (one = 1), "
+        "model text NOT NULL, done_upto bigint NOT NULL)",
+    )
+
+
 async def applied_migrations(conn: AsyncConnection) -> list[str]:
     cur = await conn.execute("SELECT to_regclass('mnemo_migrations') IS NOT NULL")
     if not (await cur.fetchone())[0]:

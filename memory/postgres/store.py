@@ -58,6 +58,7 @@ from ..validation import (
     make_title,
     validate_message,
 )
+from ..vector_fill import VectorFiller
 from ..vectors import Embedder, embed_packed
 from . import sql
 from .appends import APPEND_COMMITS, AppendQueue
@@ -68,7 +69,7 @@ from .replies import Replies
 from .steering import Steering
 from .text import check_text, index_cjk, index_words
 from .tokens import Tokens
-from .vector_rows import newest_turn, postgres_filler
+from .vector_rows import PostgresVectorRows
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         self._closed = False
         self._appends = AppendQueue(self._conn, async_commit=append_commit == "async")
         # Vectors are written after their turns, in the background (memory/vector_fill.py).
-        self._vectors = postgres_filler(self._conn, self._read, embedder)
+        self._vectors = VectorFiller(embedder, PostgresVectorRows(self._conn, self._read))
 
     @classmethod
     async def open(
@@ -129,8 +130,7 @@ class PostgresStore(Reads, Folding, Tokens, Replies, Steering):
         policy = policy or MemoryPolicy()
         summarizer = summarizer or ExtractiveSummarizer()
         store = cls(pool, url, policy, summarizer, clock, embedder, append_commit)
-        if embedder is not None:
-            store._vectors.start_backfill(await newest_turn(store._read))
+        await store._vectors.start_backfill()
         return store
 
     async def close(self) -> None:

@@ -8,8 +8,7 @@ from contextlib import AbstractAsyncContextManager
 
 from psycopg import AsyncConnection
 
-from ..vector_fill import Pending, VectorFiller
-from ..vectors import Embedder
+from ..vector_fill import Pending
 
 # Vectors written after their turns, in one statement: only while the turn still holds the text
 # each was made of, so an undone or rewritten turn never gets a stale one.
@@ -30,34 +29,54 @@ MISSING_VECTORS_SQL = (
     "ORDER BY t.id LIMIT %(n)s"
 )
 NEWEST_TURN_SQL = "SELECT max(id) FROM turns"
+# How far a complete backfill pass got (m012_vector_backfill): one row.
+BACKFILL_DONE_SQL = "SELECT done_upto FROM vector_backfill WHERE model = %(model)s"
+BACKFILL_MARK_SQL = (
+    "INSERT INTO vector_backfill (one, model, done_upto) VALUES (1, %(model)s, %(upto)s) "
+    "ON CONFLICT (one) DO UPDATE SET model = excluded.model, done_upto = excluded.done_upto"
+)
+BACKFILL_LOWER_SQL = "UPDATE vector_backfill SET done_upto = least(done_upto, %(upto)s)"
 
 Connection = Callable[[], AbstractAsyncContextManager[AsyncConnection]]
 Read = Callable[[str, dict[str, object]], Awaitable[list[tuple]]]
 
 
-def postgres_filler(connection: Connection, read: Read, embedder: Embedder | None) -> VectorFiller:
-    """A VectorFiller over the store's pooled connections (`_conn`) and reads (`_read`)."""
+class PostgresVectorRows:
+    """vector_fill.VectorRows over the store's pooled connections (`_conn`) and reads."""
 
-    async def write(model: str, rows: list[tuple[Pending, bytes]]) -> int:
+    def __init__(self, connection: Connection, read: Read) -> None:
+        self._connection = connection
+        self._read = read
+
+    async def write(self, model: str, rows: list[tuple[Pending, bytes]]) -> int:
         params = {
             "model": model,
             "turn": [p.turn_id for p, _ in rows],
             "content": [p.content for p, _ in rows],
             "vector": [v for _, v in rows],
         }
-        async with connection() as conn:  # autocommit: the statement is its transaction
-            cur = await conn.execute(FILL_VECTORS_SQL, params)
-            return cur.rowcount
+        return await self._execute(FILL_VECTORS_SQL, params)
 
-    async def missing(model: str, after: int, upto: int, limit: int) -> list[Pending]:
+    async def missing(self, model: str, after: int, upto: int, limit: int) -> list[Pending]:
         params = {"model": model, "after": after, "upto": upto, "n": limit}
-        rows = await read(MISSING_VECTORS_SQL, params)
+        rows = await self._read(MISSING_VECTORS_SQL, params)
         return [Pending(conv_id, turn_id, content) for turn_id, conv_id, content in rows]
 
-    return VectorFiller(embedder, write, missing)
+    async def newest(self) -> int | None:
+        rows = await self._read(NEWEST_TURN_SQL, {})
+        return rows[0][0] if rows else None
 
+    async def done_upto(self, model: str) -> int:
+        rows = await self._read(BACKFILL_DONE_SQL, {"model": model})
+        return rows[0][0] if rows else 0
 
-async def newest_turn(read: Read) -> int | None:
-    """The newest turn's id at open: the backfill's bound (later turns are queued live)."""
-    rows = await read(NEWEST_TURN_SQL, {})
-    return rows[0][0] if rows else None
+    async def mark(self, model: str, upto: int) -> None:
+        await self._execute(BACKFILL_MARK_SQL, {"model": model, "upto": upto})
+
+    async def lower_mark(self, below: int) -> None:
+        await self._execute(BACKFILL_LOWER_SQL, {"upto": below - 1})
+
+    async def _execute(self, statement: str, params: dict[str, object]) -> int:
+        async with self._connection() as conn:  # autocommit: the statement is its transaction
+            cur = await conn.execute(statement, params)
+            return cur.rowcount
