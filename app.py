@@ -33,6 +33,7 @@ from assistant import config
 from assistant.errors import AssistantError
 from assistant.runtime import Runtime
 from ui import chat, memory_badge, memory_panel, personas_tab, roundtables_tab, sidebar
+from ui.event_stream import KeepEventStreamsOpen
 from ui.i18n import I18N, LANG_HEAD, REPORT_LANG, t
 from ui.page import QUIET, ChatView, Page, open_latest, outputs, relabel
 from ui.sessions import browser_secret, owner_for
@@ -94,7 +95,9 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             reset=header.reset,
             inspector=inspector,
         )
-        # On load: who this is, their latest conversation, then the persona editor.
+        # On load, one step after another: who this is, their latest conversation, the memory
+        # panel, the persona and roundtable editors; then the message box opens (chat.ready).
+        # A message sent earlier had no owner yet, or was overwritten by the latest chat.
         loaded = demo.load(identify, [browser_id], [owner, browser_id], queue=False, **QUIET).then(
             partial(open_latest, rt), [owner], outputs(ChatView, page), **QUIET
         )
@@ -109,9 +112,10 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         sidebar.wire(rt, page, side)
         chat.wire(rt, page, pane)
         memory_badge.wire(rt, page, header)
-        memory_panel.wire(rt, page, memory, loaded)
-        personas_tab.wire(rt, page, editor, loaded)
-        roundtables_tab.wire(rt, page, boards, loaded)
+        loaded = memory_panel.wire(rt, page, memory, loaded)
+        loaded = personas_tab.wire(rt, page, editor, loaded)
+        loaded = roundtables_tab.wire(rt, page, boards, loaded)
+        loaded.then(chat.ready, None, [pane.chat_input], queue=False, **QUIET)
     return demo
 
 
@@ -135,6 +139,9 @@ def web_app(rt: Runtime, demo: gr.Blocks | None = None) -> FastAPI:
     """One ASGI app: the HTTP API at /api/v1 and the Gradio UI at "/" (see api/server.py)."""
     web = create_web_app(rt, config.admin_token(), config.sse_heartbeat_s())
     demo = demo if demo is not None else build_demo(rt)
+    # A page keeps one Gradio event stream while it is open (ui/event_stream.py): a stream
+    # Gradio closed as a new event joined left that event no way to report.
+    web.add_middleware(KeepEventStreamsOpen)
     return gr.mount_gradio_app(
         web,
         queued(demo),

@@ -23,7 +23,7 @@ OTHER = "b-other-bbbbbbbbbbbbbbbb"
 
 async def send(rt, owner, conversation_id, text, chat=None, persona_id=None):
     """What the browser does on Enter: accept, then stream; returns the last view."""
-    _box, chat, pending, _notice, _done = chat_pane.accept_message(text, chat or [])
+    _box, chat, pending, _notice, _done, _busy = chat_pane.accept_message(text, chat or [])
     return [
         page.ChatView(*update[:-1])
         async for update in chat_pane.stream_reply(
@@ -65,14 +65,35 @@ SKIP = type(gr.skip())
 
 
 def test_empty_input_does_nothing():
-    box, chat, pending, notice, done = chat_pane.accept_message("   ", [])
+    box, chat, pending, notice, done, busy = chat_pane.accept_message("   ", [])
     assert pending == "" and done is True
-    assert isinstance(box, SKIP) and isinstance(chat, SKIP)
+    assert isinstance(box, SKIP) and isinstance(chat, SKIP) and isinstance(busy, SKIP)
     assert notice["visible"] is False
 
 
+def test_a_message_sent_while_a_turn_runs_stays_in_the_box():
+    # Enter pressed as a reply streams (or is finishing): Gradio would not start a second
+    # reply beside the first, and the message, cleared from the box, was lost.
+    box, chat, pending, notice, done, busy = chat_pane.accept_message(
+        "And another thing", [{"role": "user", "content": "First"}], True
+    )
+    assert pending == ""  # nothing for the reply step to send
+    assert all(isinstance(u, SKIP) for u in (box, chat, done, busy))  # the box keeps the text
+    assert notice["visible"] is True
+    assert (
+        notice["value"]
+        == "⏳ A reply is still coming: send this once it has finished, or press Stop first."
+    )
+    # Once the turn's last step has run, the same message is taken.
+    assert chat_pane.input_ready().busy is False
+    _box, chat, pending, _notice, _done, busy = chat_pane.accept_message(
+        "And another thing", [], False
+    )
+    assert pending == "And another thing" and busy is True
+
+
 def test_too_long_input_stays_in_the_box_with_the_limit():
-    box, chat, pending, notice, _done = chat_pane.accept_message("x" * 10_001, [])
+    box, chat, pending, notice, _done, _busy = chat_pane.accept_message("x" * 10_001, [])
     assert isinstance(box, SKIP) and isinstance(chat, SKIP) and pending == ""
     assert notice["visible"] is True
     assert "10,001" in notice["value"] and "10,000" in notice["value"]
@@ -88,7 +109,8 @@ def test_controls_lock_while_answering_and_unlock_after():
     ready = chat_pane.input_ready()
     box = ready.chat_input
     assert box["submit_btn"] is True and box["stop_btn"] is False
-    assert set(ready._fields) == expected | {"chat_input"}
+    assert set(ready._fields) == expected | {"chat_input", "busy"}
+    assert ready.busy is False
     assert all(getattr(ready, name)["interactive"] is True for name in expected)
 
 
@@ -100,10 +122,10 @@ async def test_nothing_pending_streams_nothing(rt, fake):
 
 
 def test_accepted_message_shows_at_once_and_clears_the_box():
-    box, chat, pending, notice, done = chat_pane.accept_message(
+    box, chat, pending, notice, done, busy = chat_pane.accept_message(
         " Hello ", [{"role": "assistant", "content": "Hi"}]
     )
-    assert done is False and notice["visible"] is False
+    assert done is False and busy is True and notice["visible"] is False
     assert pending == "Hello"
     assert chat[-1] == {"role": "user", "content": "Hello"}
     assert box["value"] == "" and box["stop_btn"] is True
@@ -147,7 +169,7 @@ async def test_second_answer_is_given_the_first_exchange(rt, fake):
 async def test_stopped_reply_is_shown_as_saved(rt, fake):
     """Stop cancels the stream mid-way; the follow-up step re-reads the partial reply."""
     fake.reply("one ", "two ", "three ", "four", chunk_delay=0.2)
-    _box, chat, pending, _notice, done = chat_pane.accept_message("Count slowly", [])
+    _box, chat, pending, _notice, done, _busy = chat_pane.accept_message("Count slowly", [])
     stream = chat_pane.stream_reply(rt, OWNER, None, pending, None, chat)
     conversation_id = None
     async for update in stream:
@@ -202,7 +224,8 @@ async def test_undo_drops_the_exchange_and_returns_the_text(rt, fake):
 async def test_retry_regenerates_the_last_reply(rt, fake):
     fake.reply("First try.")
     first = (await send(rt, OWNER, None, "Tell me a joke"))[-1]
-    chat, _box, done = chat_pane.begin_retry(first.chat)
+    chat, _box, done, busy = chat_pane.begin_retry(first.chat)
+    assert busy is True  # a message sent during the retry waits for it
     assert chat[-1]["role"] == "user" and done is False
     fake.reply("Second try.")
     updates = [u async for u in chat_pane.stream_retry(rt, OWNER, first.conversation_id, chat)]
@@ -229,7 +252,7 @@ async def test_a_model_error_is_shown_and_the_message_kept(rt, fake):
     store = await rt.store()
     assert [t.content for t in await store.transcript(OWNER, final.conversation_id)] == ["Hello?"]
     # Retry asks again and answers the kept message.
-    chat, _, _ = chat_pane.begin_retry(final.chat)
+    chat, _, _, _ = chat_pane.begin_retry(final.chat)
     fake.reply("Here now.")
     updates = [u async for u in chat_pane.stream_retry(rt, OWNER, final.conversation_id, chat)]
     assert texts(page.ChatView(*updates[-1][:-1]).chat)[-2:] == [

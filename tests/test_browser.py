@@ -100,6 +100,8 @@ class AppServer:
             GEMINI_BASE_URL=gemini_url,
             GRADIO_ANALYTICS_ENABLED="False",
             PYTHONUNBUFFERED="1",
+            # A crash in native code (no Python traceback) still leaves its stack in the log.
+            PYTHONFAULTHANDLER="1",
         )
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -110,8 +112,11 @@ class AppServer:
         )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"app exited early:\n{self.log_path.read_text()[-3000:]}")
+            if (status := self.proc.poll()) is not None:
+                # A negative status is the signal that ended it (-9: killed from outside).
+                raise RuntimeError(
+                    f"app exited early with status {status}:\n{self.log_path.read_text()[-3000:]}"
+                )
             try:
                 with urllib.request.urlopen(self.url, timeout=2) as response:
                     if response.status == 200:
@@ -188,12 +193,19 @@ def expect(locator):
     return pw_expect(locator)
 
 
-def open_app(context, server):
-    page = context.new_page()
-    page.goto(server.url)
+def loaded(page) -> None:
+    """Wait until the page's on-load steps have all run: the app enables the message box as
+    their last step (app.build_demo), so nothing a test does next runs beside them."""
+    expect(page.locator("#chat-input textarea")).to_be_enabled(timeout=WAIT_MS)
     expect(page.locator("#memory-badge")).to_contain_text(
         re.compile("Nothing remembered|Remembering"), timeout=WAIT_MS
     )
+
+
+def open_app(context, server):
+    page = context.new_page()
+    page.goto(server.url)
+    loaded(page)
     return page
 
 
@@ -202,11 +214,14 @@ def badge(page):
 
 
 def send(page, text: str, remembered: int) -> None:
-    """Type a message, press Enter, and wait for the reply to be saved (the badge counts it)."""
+    """Type a message, press Enter, and wait for the reply to be saved (the badge counts it)
+    and for the turn's last step (the send button is back): a message sent before that
+    waits in the box (chat.accept_message)."""
     box = page.locator("#chat-input textarea")
     box.fill(text)
     box.press("Enter")
     expect(badge(page)).to_contain_text(f"Remembering {remembered} messages", timeout=WAIT_MS)
+    expect(page.locator("#chat-input button.submit-button")).to_be_visible(timeout=WAIT_MS)
 
 
 def bot_messages(page):
@@ -442,6 +457,26 @@ def test_stop_keeps_the_partial_reply(context, server, fake):
     assert "word59" not in bot_messages(page).last.inner_text()
     expect(page.locator("#chat-input button.submit-button")).to_be_visible()
     expect(page.locator("#new-chat")).to_be_enabled()
+
+
+def test_a_message_sent_while_a_reply_streams_waits_in_the_box(context, server, fake):
+    page = open_app(context, server)
+    fake.reply(*[f"word{i} " for i in range(20)], chunk_delay=0.15)
+    box = page.locator("#chat-input textarea")
+    box.fill("Count for me")
+    box.press("Enter")
+    expect(bot_messages(page).last).to_contain_text("word3")
+    box.fill("And then this")
+    box.press("Enter")  # was cleared and never sent: Gradio ran no second reply beside the first
+    expect(page.locator("#input-notice")).to_contain_text("A reply is still coming")
+    expect(box).to_have_value("And then this")
+    expect(bot_messages(page).last).to_contain_text("word19")
+    expect(page.locator("#chat-input button.submit-button")).to_be_visible()
+    box.press("Enter")
+    expect(badge(page)).to_contain_text("Remembering 4 messages")
+    expect(user_messages(page)).to_have_count(2)
+    expect(user_messages(page).last).to_contain_text("And then this")
+    expect(page.locator("#input-notice")).to_be_hidden()
 
 
 def test_broken_yaml_shows_line_and_column_and_keeps_the_persona(context, server, fake):

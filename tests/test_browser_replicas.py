@@ -14,7 +14,15 @@ import time
 
 import pytest
 import test_browser
-from test_browser import AppServer, expect, open_app, send, sidebar_items, user_messages
+from test_browser import (
+    AppServer,
+    expect,
+    loaded,
+    open_app,
+    send,
+    sidebar_items,
+    user_messages,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -147,6 +155,7 @@ def _move_a_browser(context, proxy, one, two) -> None:
 
     proxy.switch(two.port)
     page.reload()
+    loaded(page)
     expect(sidebar_items(page)).to_have_count(1)
     expect(sidebar_items(page).first).to_contain_text("Remember the blue door")
     sidebar_items(page).first.click()

@@ -38,7 +38,7 @@ OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 
 async def send(rt, conversation_id, text, chat=None):
     """What the browser does on Enter: accept, then stream; returns the last view."""
-    _box, chat, pending, _notice, _done = chat_pane.accept_message(text, chat or [])
+    _box, chat, pending, _notice, _done, _busy = chat_pane.accept_message(text, chat or [])
     with warnings.catch_warnings():  # gr.Warning outside a running app: the toast
         warnings.simplefilter("ignore")
         updates = [
@@ -131,7 +131,7 @@ async def test_a_failed_turn_still_says_why_after_a_reload(rt, fake):
     assert texts(reopened.chat)[-2:] == [("user", "Hello?"), note]
 
     # A retry that answers clears it: the message has its reply now.
-    chat, _, _ = chat_pane.begin_retry(reloaded.chat)
+    chat, _, _, _ = chat_pane.begin_retry(reloaded.chat)
     fake.reply("Here now.")
     [*_, last] = [u async for u in chat_pane.stream_retry(rt, OWNER, live.conversation_id, chat)]
     after = await page.open_latest(rt, OWNER)

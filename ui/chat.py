@@ -50,25 +50,31 @@ class Accepted(NamedTuple):
     pending: str  # the text the next step sends ("" = nothing to send)
     input_notice: Any
     turn_done: bool
+    busy: Any  # True from here until the turn's last step (input_ready)
 
 
-def accept_message(text: str, chat: list[dict[str, Any]] | None) -> Accepted:
+def accept_message(text: str, chat: list[dict[str, Any]] | None, busy: bool = False) -> Accepted:
     """Show the user's message at once (queue=False); the reply streams in the next step.
 
     Empty input does nothing; an over-long message stays in the box and the notice says how
-    much to cut.
+    much to cut. While a turn is still running (`busy`: Enter pressed as a reply streams or
+    finishes) the message stays in the box and the notice says to send it afterwards: Gradio
+    would not start a second reply beside the first, and the message was lost.
     """
     text = (text or "").strip()
     if not text:
-        return Accepted(gr.skip(), gr.skip(), "", gr.update(visible=False), True)
+        return Accepted(gr.skip(), gr.skip(), "", gr.update(visible=False), True, gr.skip())
+    if busy:
+        notice = gr.update(value="⏳ " + tr("reply_still_coming"), visible=True)
+        return Accepted(gr.skip(), gr.skip(), "", notice, gr.skip(), gr.skip())
     try:
         Conversations.check_message(text)  # memory's check, and its wording
     except InvalidMessage as exc:
         notice = gr.update(value="⚠️ " + message_of(exc), visible=True)
-        return Accepted(gr.skip(), gr.skip(), "", notice, True)
+        return Accepted(gr.skip(), gr.skip(), "", notice, True, gr.skip())
     chat = [*(chat or []), {"role": "user", "content": views.message_markdown(text)}]
     box = gr.update(value="", submit_btn=False, stop_btn=True)
-    return Accepted(box, chat, text, gr.update(visible=False), False)
+    return Accepted(box, chat, text, gr.update(visible=False), False, True)
 
 
 class Locked(NamedTuple):
@@ -84,8 +90,8 @@ class Locked(NamedTuple):
     delete: Any
 
 
-# After a reply: the send button is back, and the locked controls with it.
-Unlocked = extended(Locked, "Unlocked", chat_input=Any)
+# After a reply: the send button is back, and the locked controls with it; the turn is over.
+Unlocked = extended(Locked, "Unlocked", chat_input=Any, busy=bool)
 
 
 def lock_controls(done: bool) -> Locked:
@@ -95,10 +101,17 @@ def lock_controls(done: bool) -> Locked:
     return Locked._make(update for _ in Locked._fields)
 
 
+def ready() -> Any:
+    """The last step of the page's load: the message box takes messages from now on. Its
+    being enabled is the page's "loaded" state (the browser tests wait for it)."""
+    return gr.update(interactive=True)
+
+
 def input_ready() -> Any:
     """After a reply (or a stop): the send button is back and the controls work again."""
     box = gr.update(submit_btn=True, stop_btn=False, interactive=True)
-    return Unlocked(*(gr.update(interactive=True) for _ in Locked._fields), chat_input=box)
+    unlocked = (gr.update(interactive=True) for _ in Locked._fields)
+    return Unlocked(*unlocked, chat_input=box, busy=False)
 
 
 def _streaming(conversation_id: str, chat: list[dict[str, Any]]) -> Any:
@@ -226,6 +239,7 @@ class RetryBegun(NamedTuple):
     chat: Any
     chat_input: Any
     turn_done: bool
+    busy: bool
 
 
 def begin_retry(chat: list[Any] | None) -> RetryBegun:
@@ -233,7 +247,7 @@ def begin_retry(chat: list[Any] | None) -> RetryBegun:
     chat = plain_chat(chat)
     while chat and chat[-1]["role"] == "assistant":
         chat.pop()
-    return RetryBegun(chat, gr.update(submit_btn=False, stop_btn=True), False)
+    return RetryBegun(chat, gr.update(submit_btn=False, stop_btn=True), False, True)
 
 
 async def finish_turn(rt: Runtime, owner: str, conversation_id: str | None, done: bool) -> ChatView:
@@ -311,12 +325,14 @@ class ChatPane:
     chat_input: gr.Textbox
     pending: gr.State  # the message being answered
     turn_done: gr.State  # False while a reply streams
+    busy: gr.State  # True from a message's sending to its turn's last step
 
 
 def render() -> ChatPane:
     """Build the chat pane (inside the chat tab)."""
     pending = gr.State("")
     turn_done = gr.State(True)
+    busy = gr.State(False)
     chat = gr.Chatbot(
         elem_id="chat",
         show_label=False,
@@ -344,11 +360,12 @@ def render() -> ChatPane:
             max_lines=8,
             submit_btn=True,
             stop_btn=False,
+            interactive=False,  # until the page has loaded (ready)
             autofocus=True,
             scale=1,
             elem_id="chat-input",
         )
-    return ChatPane(chat, input_notice, persona, chat_input, pending, turn_done)
+    return ChatPane(chat, input_notice, persona, chat_input, pending, turn_done, busy)
 
 
 def wire(rt: Runtime, page: Page, pane: ChatPane) -> None:
@@ -358,14 +375,14 @@ def wire(rt: Runtime, page: Page, pane: ChatPane) -> None:
     chat_view = outputs(ChatView, page)
     turn = outputs(TurnView, page, pane)
     locked = outputs(Locked, page)
-    unlocked = outputs(Unlocked, page)
+    unlocked = outputs(Unlocked, page, pane)
     pane.persona.input(
         partial(change_persona, rt), [owner, conversation_id, pane.persona], chat_view, **QUIET
     )
     finish = partial(finish_turn, rt)
     sent = pane.chat_input.submit(
         accept_message,
-        [pane.chat_input, pane.chat],
+        [pane.chat_input, pane.chat, pane.busy],
         outputs(Accepted, pane),
         queue=False,
         **QUIET,

@@ -472,7 +472,9 @@ def render() -> MemoryPanel:
     return MemoryPanel(**built, **shown)
 
 
-def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> None:
+def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> Any:
+    """Connect the panel's events; it opens after the page-load step `loaded`. Returns its
+    last on-load step, after which the page's next one runs."""
     owner, conv = page.owner, page.conversation_id
     panel_out = outputs(PanelView, panel)
     steered = outputs(SteeredView, page, panel)
@@ -488,7 +490,7 @@ def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> None:
         trigger_mode="always_last",
         **QUIET,
     )
-    loaded.then(refresh, [owner, conv], panel_out, **QUIET).then(
+    opened = loaded.then(refresh, [owner, conv], panel_out, **QUIET).then(
         partial(remember_time_zone, rt),
         [owner, panel.time_zone],
         None,
@@ -538,3 +540,4 @@ def wire(rt: Runtime, page: Page, panel: MemoryPanel, loaded: Any) -> None:
     panel.delete_all_yes.click(
         partial(confirm_delete_all, rt), [owner], outputs(DeletedAllView, page, panel), **QUIET
     )
+    return opened

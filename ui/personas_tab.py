@@ -249,12 +249,13 @@ def render() -> PersonasTab:
     )
 
 
-def wire(rt: Runtime, page: Page, tab: PersonasTab, loaded: Any) -> None:
-    """Connect the tab's events; `loaded` is the page-load step after which the editor opens."""
+def wire(rt: Runtime, page: Page, tab: PersonasTab, loaded: Any) -> Any:
+    """Connect the tab's events; `loaded` is the page-load step after which the editor opens.
+    Returns that opening step, after which the page's next one runs."""
     owner = page.owner
     editor = outputs(EditorView, tab.form, tab)
     form = [tab.form[name] for name in FORM_FIELDS]  # form_edited's arguments, in order
-    loaded.then(partial(show_editor, rt), [owner, tab.picker], editor, **QUIET)
+    opened = loaded.then(partial(show_editor, rt), [owner, tab.picker], editor, **QUIET)
     tab.picker.input(partial(show_editor, rt), [owner, tab.picker], editor, **QUIET)
     tab.yaml_text.input(
         yaml_edited,
@@ -288,3 +289,4 @@ def wire(rt: Runtime, page: Page, tab: PersonasTab, loaded: Any) -> None:
             chat_view,
             **QUIET,
         )
+    return opened

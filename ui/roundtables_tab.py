@@ -160,11 +160,12 @@ def render() -> RoundtablesEditor:
     return RoundtablesEditor(picker, versions, rollback, yaml_text, status, validate, save)
 
 
-def wire(rt: Runtime, page: Page, editor: RoundtablesEditor, loaded: Any) -> None:
-    """Connect the editor's events; it opens after the page has loaded."""
+def wire(rt: Runtime, page: Page, editor: RoundtablesEditor, loaded: Any) -> Any:
+    """Connect the editor's events; it opens after the page-load step `loaded`. Returns that
+    opening step, after which the page's next one runs."""
     owner = page.owner
     view = outputs(BoardView, editor)
-    loaded.then(partial(show_board, rt), [owner, editor.board_picker], view, **QUIET)
+    opened = loaded.then(partial(show_board, rt), [owner, editor.board_picker], view, **QUIET)
     editor.board_picker.input(partial(show_board, rt), [owner, editor.board_picker], view, **QUIET)
     editor.board_validate.click(validate_board, [editor.board_yaml], [editor.board_status], **QUIET)
     changed = [
@@ -184,3 +185,4 @@ def wire(rt: Runtime, page: Page, editor: RoundtablesEditor, loaded: Any) -> Non
             outputs(ChatView, page),
             **QUIET,
         )
+    return opened

@@ -151,6 +151,8 @@ EN: dict[str, str] = {
     "persona_changed": "{name} answers from your next message.",
     "nothing_to_forget": "Nothing to forget yet: this chat is new.",
     "conversation_gone": "That conversation no longer exists; showing a new chat instead.",
+    "reply_still_coming": "A reply is still coming: send this once it has finished, or press "
+    "Stop first.",
     "save_before_rename": "Send a first message before renaming: new chats are saved then.",
     "type_a_name": "Type a new name in the box first.",
     "renamed": "Renamed to “{title}”.",
@@ -316,6 +318,7 @@ ZH_TW: dict[str, str] = {
     "persona_changed": "從你的下一則訊息起，由{name}回答。",
     "nothing_to_forget": "還沒有可以忘記的：這是新的對話。",
     "conversation_gone": "那段對話已經不存在，改為顯示新的對話。",
+    "reply_still_coming": "回覆還在進行中：等它完成後再送出，或先按停止。",
     "save_before_rename": "請先送出第一則訊息再重新命名：新對話在那時才會儲存。",
     "type_a_name": "請先在方框中輸入新的名稱。",
     "renamed": "已重新命名為「{title}」。",
