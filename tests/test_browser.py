@@ -443,13 +443,20 @@ def test_form_and_yaml_follow_each_other(context, server):
     )
 
 
-def test_stop_keeps_the_partial_reply(context, server, fake):
-    page = open_app(context, server)
-    fake.reply(*[f"word{i} " for i in range(60)], chunk_delay=0.15)
+def start_a_slow_reply(page, fake, words: int):
+    """Send "Count for me" and return the message box once the reply (word0 ... word{n-1},
+    0.15 s apart) is streaming."""
+    fake.reply(*[f"word{i} " for i in range(words)], chunk_delay=0.15)
     box = page.locator("#chat-input textarea")
     box.fill("Count for me")
     box.press("Enter")
     expect(bot_messages(page).last).to_contain_text("word3")
+    return box
+
+
+def test_stop_keeps_the_partial_reply(context, server, fake):
+    page = open_app(context, server)
+    start_a_slow_reply(page, fake, words=60)
     expect(page.locator("#new-chat")).to_be_disabled()  # switching waits for Stop
     page.locator("#chat-input button.stop-button").click()
     expect(bot_messages(page).last).to_contain_text("Stopped — this reply is incomplete")
@@ -461,11 +468,7 @@ def test_stop_keeps_the_partial_reply(context, server, fake):
 
 def test_a_message_sent_while_a_reply_streams_waits_in_the_box(context, server, fake):
     page = open_app(context, server)
-    fake.reply(*[f"word{i} " for i in range(20)], chunk_delay=0.15)
-    box = page.locator("#chat-input textarea")
-    box.fill("Count for me")
-    box.press("Enter")
-    expect(bot_messages(page).last).to_contain_text("word3")
+    box = start_a_slow_reply(page, fake, words=20)
     box.fill("And then this")
     box.press("Enter")  # was cleared and never sent: Gradio ran no second reply beside the first
     expect(page.locator("#input-notice")).to_contain_text("A reply is still coming")

@@ -8,6 +8,7 @@ the second event's results then have no stream to come by: the second test fails
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -67,6 +68,19 @@ def join(url: str, session: str, text: str) -> str:
     return response.json()["event_id"]
 
 
+@contextlib.contextmanager
+def page_stream(url: str, text: str) -> Iterator[tuple[str, str, Iterator[dict]]]:
+    """A new page's first event (`text` sent), then its session's stream, as Gradio's client
+    opens them: (session, the event's id, the stream's messages)."""
+    session = uuid.uuid4().hex[:11]
+    event = join(url, session, text)
+    with httpx.stream(
+        "GET", f"{url}/gradio_api/queue/data", params={"session_hash": session}, timeout=30
+    ) as stream:
+        assert stream.status_code == 200
+        yield session, event, messages(stream)
+
+
 def messages(stream: httpx.Response) -> Iterator[dict]:
     for line in stream.iter_lines():
         if line.startswith("data:"):
@@ -84,13 +98,7 @@ def until_completed(events: Iterator[dict], event_id: str) -> dict:
 
 def test_one_stream_carries_events_joined_after_the_page_went_idle(served):
     url, _ = served
-    session = uuid.uuid4().hex[:11]
-    first = join(url, session, "first")
-    with httpx.stream(
-        "GET", f"{url}/gradio_api/queue/data", params={"session_hash": session}, timeout=30
-    ) as stream:
-        assert stream.status_code == 200
-        events = messages(stream)
+    with page_stream(url, "first") as (session, first, events):
         done = until_completed(events, first)
         assert done["output"]["data"] == ["FIRST"]
         # Idle now: Gradio itself would have closed the stream here. The next event joins,
@@ -103,12 +111,8 @@ def test_one_stream_carries_events_joined_after_the_page_went_idle(served):
 
 def test_a_page_that_goes_away_ends_its_stream(served):
     url, streaming = served
-    session = uuid.uuid4().hex[:11]
-    event = join(url, session, "bye")
-    with httpx.stream(
-        "GET", f"{url}/gradio_api/queue/data", params={"session_hash": session}, timeout=30
-    ) as stream:
-        until_completed(messages(stream), event)
+    with page_stream(url, "bye") as (_, event, events):
+        until_completed(events, event)
         assert streaming.open == 1
     # The client hung up while the stream waited for more: Gradio notices (it looks every
     # 10 s while idle) and the stream ends instead of being served again.
