@@ -122,6 +122,24 @@ def test_a_page_that_goes_away_ends_its_stream(served):
         time.sleep(0.05)
 
 
+def test_a_page_mounted_elsewhere_keeps_gradios_own_stream():
+    # Gradio's Python client closes its stream itself (bench/api_server.py's /probe page):
+    # only the UI at "/" is kept open.
+    web = FastAPI()
+    web.add_middleware(KeepEventStreamsOpen)
+    with gr.Blocks() as probe:
+        box = gr.Textbox()
+        box.submit(shout, [box], [gr.Textbox()])
+    probe.queue()
+    web = gr.mount_gradio_app(web, probe, path="/probe")
+    with (
+        WebServer(web) as server,
+        page_stream(server.url + "/probe", "probe") as (_, event, events),
+    ):
+        until_completed(events, event)
+        assert next(events)["msg"] == "close_stream"
+
+
 def test_a_stream_of_an_unknown_session_still_ends():
     with WebServer(EndLostSessionStreams(KeepEventStreamsOpen(_gradio_app()))) as server:
         response = httpx.get(

@@ -19,6 +19,11 @@ close and end, it swallows both and goes on serving the same response from a new
 stream of the same session. The page keeps one stream until it goes away; Gradio's 15 s
 heartbeats keep an idle one alive through proxies, and a page that has gone is noticed as
 before (its disconnect ends the stream and cleans up its session).
+
+Only the pages of the app's own UI, mounted at "/", are served so. Gradio's Python client
+(the `/probe` page of bench/api_server.py) closes its stream itself when it has nothing
+pending and opens another for its next event: kept open, the first stream went on taking
+messages of the session's queue that the client no longer read.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-QUEUE_DATA = "/gradio_api/queue/data"  # the per-page stream (not /queue/data/{event_id})
+QUEUE_DATA = "/gradio_api/queue/data"  # the UI's per-page stream (not /queue/data/{event_id})
 
 
 def is_close(body: bytes) -> bool:
@@ -51,7 +56,7 @@ class KeepEventStreamsOpen:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].endswith(QUEUE_DATA):
+        if scope["type"] != "http" or scope["path"] != QUEUE_DATA:
             await self.app(scope, receive, send)
             return
         stream = _OneStream(send)
