@@ -215,12 +215,18 @@ def badge(page):
 
 def send(page, text: str, remembered: int) -> None:
     """Type a message, press Enter, and wait for the reply to be saved (the badge counts it)
-    and for the turn's last step (the send button is back): a message sent before that
-    waits in the box (chat.accept_message)."""
+    and for the turn to be over."""
     box = page.locator("#chat-input textarea")
     box.fill(text)
     box.press("Enter")
     expect(badge(page)).to_contain_text(f"Remembering {remembered} messages", timeout=WAIT_MS)
+    turn_over(page)
+
+
+def turn_over(page) -> None:
+    """Wait for the turn's last step (chat.input_ready: the send button is back). The badge
+    and the reply show a step or two earlier; a message sent before this waits in the box
+    (chat.accept_message)."""
     expect(page.locator("#chat-input button.submit-button")).to_be_visible(timeout=WAIT_MS)
 
 
@@ -257,6 +263,8 @@ def yaml_text(page) -> str:
 
 
 def test_second_answer_uses_the_first(context, server, fake):
+    streams = []  # the page's Gradio event streams (ui/event_stream.py)
+    context.on("request", lambda r: "/gradio_api/queue/data" in r.url and streams.append(r.url))
     page = open_app(context, server)
     expect(bot_messages(page).first).to_contain_text("Mnemo")  # the persona's greeting
     send(page, "Will it rain in Taipei tomorrow?", remembered=2)
@@ -272,6 +280,9 @@ def test_second_answer_uses_the_first(context, server, fake):
     ]
     expect(sidebar_items(page)).to_have_count(1)
     expect(sidebar_items(page).first).to_contain_text("Will it rain in Taipei…")
+    # One stream carried the load and both turns: Gradio closed it after every idle moment,
+    # and an event joined as a close was on its way was left with none.
+    assert len(streams) == 1, streams
 
 
 def test_reload_keeps_the_conversation_and_transcript(context, server):
@@ -368,6 +379,7 @@ def test_reset_command_and_button_empty_memory(context, server, fake):
     box.press("Enter")
     expect(badge(page)).to_contain_text("Nothing remembered yet")
     expect(bot_messages(page).last).to_contain_text("forgot 2 messages")
+    turn_over(page)
 
     send(page, "What is my name?", remembered=2)
     assert fake.of("streamGenerateContent")[-1].turns == [("user", "What is my name?")]
@@ -421,6 +433,7 @@ def test_retry_and_undo(context, server, fake):
     page.locator("#chat button[aria-label=Retry]").last.click()
     expect(bot_messages(page).last).to_contain_text("A better answer.")
     expect(badge(page)).to_contain_text("Remembering 4 messages")
+    turn_over(page)
     assert fake.of("streamGenerateContent")[-1].turns[-1] == ("user", "Second question")
 
     page.locator("#chat button[aria-label=Undo]").last.click()
@@ -474,7 +487,7 @@ def test_a_message_sent_while_a_reply_streams_waits_in_the_box(context, server, 
     expect(page.locator("#input-notice")).to_contain_text("A reply is still coming")
     expect(box).to_have_value("And then this")
     expect(bot_messages(page).last).to_contain_text("word19")
-    expect(page.locator("#chat-input button.submit-button")).to_be_visible()
+    turn_over(page)
     box.press("Enter")
     expect(badge(page)).to_contain_text("Remembering 4 messages")
     expect(user_messages(page)).to_have_count(2)

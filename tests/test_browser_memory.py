@@ -22,6 +22,7 @@ from test_browser import (  # noqa: F401 - its fixtures, used here by name
     open_app,
     send,
     server,
+    turn_over,
     user_messages,
 )
 
@@ -65,6 +66,7 @@ def send_any(page, text: str, pattern: str) -> None:
     box.fill(text)
     box.press("Enter")
     expect(badge(page)).to_contain_text(re.compile(pattern))
+    turn_over(page)
 
 
 def open_panel(page):

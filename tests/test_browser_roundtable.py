@@ -20,6 +20,7 @@ from test_browser import (
     badge,
     bot_messages,
     expect,
+    turn_over,
 )
 
 pytestmark = pytest.mark.browser
@@ -109,6 +110,7 @@ def ask(page, text: str, saved: str = "Remembering 5 messages") -> None:
     # The chair's bubble, complete (its conclusion line), and the turn saved.
     expect(bot_messages(page).last).to_contain_text("總經理決策", timeout=WAIT_MS * 2)
     expect(badge(page)).to_contain_text(saved, timeout=WAIT_MS)
+    turn_over(page)
 
 
 def test_a_roundtable_runs_end_to_end_and_reopens_as_it_was(browser, server, fake):
