@@ -197,9 +197,7 @@ def loaded(page) -> None:
     """Wait until the page's on-load steps have all run: the app enables the message box as
     their last step (app.build_demo), so nothing a test does next runs beside them."""
     expect(page.locator("#chat-input textarea")).to_be_enabled(timeout=WAIT_MS)
-    expect(page.locator("#memory-badge")).to_contain_text(
-        re.compile("Nothing remembered|Remembering"), timeout=WAIT_MS
-    )
+    expect(page.locator("#memory-badge")).not_to_be_empty()  # filled by an earlier step
 
 
 def open_app(context, server):

@@ -20,6 +20,7 @@ from test_browser import (
     badge,
     bot_messages,
     expect,
+    loaded,
     turn_over,
 )
 
@@ -91,7 +92,7 @@ def open_page(browser, server, locale: str = "en-US"):
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.goto(server.url)
-    expect(badge(page)).to_be_visible()
+    loaded(page)
     return context, page
 
 
@@ -330,6 +331,7 @@ def test_the_language_switch_rewrites_what_the_server_wrote(browser, server):
         expect(badge(page)).to_contain_text("還沒有記住任何內容")
         other = context.new_page()  # a second tab of the same browser
         other.goto(server.url)
+        loaded(other)
         expect(badge(other)).to_contain_text("還沒有記住任何內容")
         page.get_by_text("設定", exact=True).click()
         expect(page.get_by_text("語言", exact=True)).to_be_visible()
