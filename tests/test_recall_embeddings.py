@@ -286,6 +286,9 @@ async def test_hits_on_common_words_alone_do_not_bury_the_turn_that_means_the_qu
             await store.append("ana", conv.id, "assistant", "Lovely.")
     for i in range(12):
         await store.append("ana", conv.id, ("user", "assistant")[i % 2], f"Filler {i}.")
+    # Vectors are written in the background (memory/vector_fill.py): under load the cello
+    # turn had none yet and was recalled by its words only, which the question does not share.
+    await store.flush_vectors()
     ctx = await store.context("ana", conv.id, query="Which instrument am I learning to play?")
     assert "I've started taking cello lessons." in [r.turn.content for r in ctx.recalled]
 
