@@ -9,6 +9,11 @@ which also runs `python app.py`, serve both on the same port.
 The socket is bound before uvicorn starts, so a busy port is reported as an OSError the
 caller can explain, instead of uvicorn's log line and `sys.exit`.
 
+The event loop is uvloop's and HTTP is parsed by httptools (uvicorn's "standard" stack, both
+pinned in requirements.txt): at 50 concurrent streams the loop's own scheduling and the h11
+parser and writer in pure Python were over half of the event loop's CPU per message, and every
+message waits behind the others' share of that one loop (bench/results/api_load.md).
+
 On SIGTERM or Ctrl-C, uvicorn's shutdown first stops listening and runs `on_stop` (app.py:
 `Runtime.drain`, which lets streaming replies finish or saves them as incomplete), and only
 then waits for open connections: a UI page whose reply was stopped keeps its event stream
@@ -32,6 +37,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 GRACEFUL_SHUTDOWN_S = 10.0
+LOOP, HTTP = "uvloop", "httptools"  # named, not uvicorn's "auto": a missing one fails loudly
 AFTER_STOP_S = 1.0  # after on_stop, what open connections get before they are cut
 T = TypeVar("T")
 log = logging.getLogger("mnemo.server")
@@ -197,6 +203,8 @@ class WebServer:
             # SSE), and in-flight streams get time to finish on shutdown.
             ws="none",
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            loop=LOOP,
+            http=HTTP,
         )
         self.server = _Server(config, on_stop)
         self._thread: threading.Thread | None = None
@@ -218,8 +226,10 @@ class WebServer:
         """Serve in a daemon thread (tests, benchmarks); returns once accepting connections."""
         # A thread cannot install signal handlers; the owner stops the server with stop().
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        # The loop `run()` gets (uvloop), so what tests and benchmarks serve is what runs.
+        runner = asyncio.Runner(loop_factory=self.server.config.get_loop_factory())
         self._thread = threading.Thread(
-            target=asyncio.run, args=(self._serve(),), name=f"web-{self.port}", daemon=True
+            target=self._in_thread, args=(runner,), name=f"web-{self.port}", daemon=True
         )
         self._thread.start()
         deadline = time.monotonic() + timeout_s
@@ -228,6 +238,10 @@ class WebServer:
                 raise RuntimeError(f"the web server on port {self.port} did not start")
             time.sleep(0.01)
         return self
+
+    def _in_thread(self, runner: asyncio.Runner) -> None:
+        with runner:
+            runner.run(self._serve())
 
     async def _serve(self) -> None:
         self.loop = asyncio.get_running_loop()

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
+import uvloop
 from api_harness import api_server
 
 from api.server import bind
@@ -20,9 +22,7 @@ from api.server import bind
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def test_connections_to_the_socket_get_tcp_nodelay():
-    # asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP; with proto 0 every
-    # keep-alive response waited for a delayed ACK (~40 ms).
+async def _nodelay_of_an_accepted_connection() -> int:
     accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
     class Probe(asyncio.Protocol):
@@ -35,10 +35,39 @@ async def test_connections_to_the_socket_get_tcp_nodelay():
     server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
     try:
         _, writer = await asyncio.open_connection(*sock.getsockname())
-        assert await asyncio.wait_for(accepted, 10) == 1
+        nodelay = await asyncio.wait_for(accepted, 10)
         writer.close()
+        return nodelay
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_connections_to_the_socket_get_tcp_nodelay(loop):
+    # asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP; with proto 0 every
+    # keep-alive response waited for a delayed ACK (~40 ms). The server runs on uvloop
+    # (api/server.py); the stdlib loop is what a caller's own loop may be.
+    factory = uvloop.new_event_loop if loop == "uvloop" else asyncio.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        assert runner.run(_nodelay_of_an_accepted_connection()) == 1
+
+
+def test_the_app_is_served_on_uvloop_with_httptools(tmp_path):
+    """What `python app.py` serves (WebServer.run) and the tests' threaded server
+    (WebServer.start) alike: uvicorn's fast stack, named, not picked by what is installed."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    with api_server(tmp_path, "http://127.0.0.1:9") as server:
+        assert isinstance(server.server.loop, uvloop.Loop)
+        assert server.server.server.config.http_protocol_class is HttpToolsProtocol
+        served_by = server.server.call(_the_loop_serving_this())
+        assert isinstance(served_by, uvloop.Loop)
+        with httpx.Client(base_url=server.api) as client:
+            assert client.get("/conversations").status_code == 401
+
+
+async def _the_loop_serving_this() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
 
 
 def test_a_busy_port_raises_oserror():
