@@ -4,6 +4,7 @@ Tests taking `memory_backend` run on SQLite and PostgreSQL (tests/memory_backend
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from dataclasses import replace
@@ -119,16 +120,29 @@ async def test_vectors_of_another_embedder_are_not_compared(memory_backend, word
     store = await memory_backend.open(embedder=wordllama)
     conv = await planted_conversation(store)
 
+    question = "Who did I go cycling with?"
+
     class Other:
+        """Embeds the question at once; the background filler (which would give every turn
+        this model's vector on open) waits until the question has been asked."""
+
         name = "other-model"
         dims = 256
 
+        def __init__(self) -> None:
+            self.asked = asyncio.Event()
+
         async def embed(self, texts):
+            if list(texts) != [question]:
+                await self.asked.wait()
             return [np.ones(256)] * len(texts)
 
-    store = await memory_backend.open(embedder=Other())
-    ctx = await store.context("ana", conv.id, query="Who did I go cycling with?")
+    other = Other()
+    store = await memory_backend.open(embedder=other)
+    ctx = await store.context("ana", conv.id, query=question)
     assert ctx.recalled == []  # nothing shares a word, and no vector is of this model
+    other.asked.set()
+    await store.flush_vectors()
 
 
 async def test_an_import_gets_its_vectors_and_is_recalled_by_meaning(memory_backend, wordllama):
