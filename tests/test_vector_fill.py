@@ -68,6 +68,17 @@ def watch_reads(store, backend: str) -> asyncio.Event:
     return started
 
 
+async def written_without_vectors(memory_backend, texts):
+    """A conversation of `texts` (user and assistant in turn) stored with no embedder, as
+    after a crash before their vectors were written or by a store that had none."""
+    plain = await memory_backend.open()
+    conv = await plain.create_conversation("ana")
+    for i, text in enumerate(texts):
+        await plain.append("ana", conv.id, ("user", "assistant")[i % 2], text)
+    await plain.close()
+    return conv
+
+
 def vector_of(store, turn_id):
     return rows(store, "SELECT model FROM turn_vectors WHERE turn_id = ?", (turn_id,))
 
@@ -159,12 +170,7 @@ async def test_a_vector_is_never_written_over_text_it_was_not_made_of(memory_bac
 async def test_turns_lacking_a_vector_get_one_on_open_in_background_batches(
     memory_backend, wordllama, caplog
 ):
-    # Written without an embedder (as after a crash before their vectors were written).
-    plain = await memory_backend.open()
-    conv = await plain.create_conversation("ana")
-    for i in range(30):
-        await plain.append("ana", conv.id, ("user", "assistant")[i % 2], f"message number {i}")
-    await plain.close()
+    await written_without_vectors(memory_backend, [f"message number {i}" for i in range(30)])
     embedder = Recording(wordllama)
     with caplog.at_level(logging.INFO, logger="memory"):
         store = await memory_backend.open(embedder=embedder)
@@ -190,10 +196,7 @@ async def test_closing_writes_the_vectors_still_queued(memory_backend, wordllama
 
 
 async def test_what_close_dropped_is_embedded_on_the_next_open(memory_backend, wordllama):
-    plain = await memory_backend.open()
-    conv = await plain.create_conversation("ana")
-    await plain.append("ana", conv.id, "user", "written before any embedder")
-    await plain.close()
+    conv = await written_without_vectors(memory_backend, ["written before any embedder"])
     store = await memory_backend.open(embedder=Recording(wordllama))
     await store.flush_vectors()  # a complete pass: its mark says turn 1 is done
     stuck = Recording(wordllama, gate=asyncio.Event())  # never opens
@@ -209,11 +212,7 @@ async def test_what_close_dropped_is_embedded_on_the_next_open(memory_backend, w
 
 
 async def test_a_complete_pass_is_not_repeated(memory_backend, wordllama):
-    plain = await memory_backend.open()
-    conv = await plain.create_conversation("ana")
-    for i in range(5):
-        await plain.append("ana", conv.id, ("user", "assistant")[i % 2], f"message {i}")
-    await plain.close()
+    conv = await written_without_vectors(memory_backend, [f"message {i}" for i in range(5)])
     first = Recording(wordllama)
     store = await memory_backend.open(embedder=first)
     await store.flush_vectors()
