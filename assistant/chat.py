@@ -13,6 +13,7 @@ open: no history, flagged degraded) -> save the user's message -> stream the rep
 Errors are `AssistantError`s with a message the user can act on; an error during the stream
 carries the text that had arrived in `.partial` (already saved, marked incomplete). Memory's
 `ConversationNotFound` passes through unchanged: the conversation is gone, not the model.
+How the reply is written while and after it streams is `assistant/reply_saving.py`.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ from memory import (
     ContextWindow,
     MemoryBackend,
     MemoryStatus,
-    MemoryStoreError,
-    Outcome,
     ResetResult,
     StorageUnavailable,
     Turn,
@@ -62,6 +61,7 @@ from .errors import (
 )
 from .failopen import FailOpenStore, is_unsaved
 from .models import ChatModel, Message, Settings, Usage
+from .reply_saving import save_progress, save_reply
 from .tools import Search, Toolbox, ToolCall, save_note, search_messages
 from .turn_state import Admission, OwnerLocks, ReplyState, error_kind, ms_since, outcome_of
 
@@ -268,8 +268,8 @@ class ChatService:
                     turn.add(chunk)
                     if turn.progress_due():
                         # In the background: the stream never waits for the disk. The final
-                        # save waits for it (_store_reply).
-                        turn.saving = self._spawn(self._save_progress(turn))
+                        # save waits for it (reply_saving.save_reply).
+                        turn.saving = self._spawn(save_progress(self.store, turn))
                     yield Delta(chunk)
             if not turn.text.strip():
                 raise EmptyReply(
@@ -319,7 +319,7 @@ class ChatService:
     ) -> bool:
         """Save the reply (or what arrived of it) with its outcome, and schedule metrics and
         summarization. Returns whether the reply is stored."""
-        saved = await self._save_reply(turn, *outcome_of(status, error, notice))
+        saved = await save_reply(self.store, turn, *outcome_of(status, error, notice))
         metrics_status = status
         if isinstance(error, BlockedBySafety):
             metrics_status = "refused"
@@ -348,89 +348,6 @@ class ChatService:
         """Save the call's note as a user-side turn (never as the assistant's words)."""
         await save_note(self.store, turn.owner, turn.conv_id, call.note)
         return ToolUsed(name=call.name, status=call.status, note=call.note)
-
-    async def _save_progress(self, turn: ReplyState) -> None:
-        """Save what has streamed so far, marked incomplete until the final save: after a
-        crash it shows as a reply Mnemo did not finish. Failing only skips this save."""
-        text, turn.saved_at = turn.text, time.monotonic()
-        turn.saved_chars = len(text)  # a failed save waits for the next one, not every chunk
-        if not text.strip():
-            return
-        try:
-            if turn.reply_id is None:
-                reply = await self.store.append(
-                    turn.owner,
-                    turn.conv_id,
-                    "assistant",
-                    text,
-                    speaker=turn.speaker,
-                    outcome="incomplete",
-                    outcome_note=notes.INTERRUPTED_NOTE.encode(),
-                    draft=True,  # embedded once, when final (memory/vector_fill.py)
-                )
-                turn.reply_id = reply.id
-            else:
-                await self.store.update_reply(
-                    turn.owner,
-                    turn.conv_id,
-                    turn.reply_id,
-                    text,
-                    outcome="incomplete",
-                    outcome_note=notes.INTERRUPTED_NOTE.encode(),
-                    draft=True,
-                )
-        except MemoryStoreError as exc:  # storage down or the conversation gone: next time
-            log.warning("reply progress not saved: %s", type(exc).__name__)
-
-    async def _store_reply(
-        self, turn: ReplyState, outcome: Outcome | None, note: str | None
-    ) -> Turn:
-        """The final save: over the progress row when there is one, else a new turn."""
-        if turn.saving is not None:
-            with contextlib.suppress(Exception):
-                await turn.saving  # never two writers of one reply
-        if turn.reply_id is not None:
-            return await self.store.update_reply(
-                turn.owner,
-                turn.conv_id,
-                turn.reply_id,
-                turn.text,
-                outcome=outcome,
-                outcome_note=note,
-            )
-        return await self.store.append(
-            turn.owner,
-            turn.conv_id,
-            "assistant",
-            turn.text,
-            speaker=turn.speaker,
-            outcome=outcome,
-            outcome_note=note,
-        )
-
-    async def _save_reply(
-        self, turn: ReplyState, outcome: Outcome | None, note: str | None
-    ) -> bool:
-        """Store the reply with its outcome; with no text, a failed or stopped turn's outcome
-        goes on the question, so a reload still says why it has no answer."""
-        try:
-            if turn.text.strip():
-                reply = await self._store_reply(turn, outcome, note)
-                if reply.saved and turn.question_outcome is not None:
-                    await self._mark_question(turn, None, None)  # answered now
-                return reply.saved
-            if outcome is not None:
-                early = notes.STOPPED_EARLY_NOTE.encode() if outcome == "stopped" else note
-                await self._mark_question(turn, outcome, early)
-        except MemoryStoreError as exc:  # e.g. the conversation was deleted meanwhile
-            log.warning("reply not saved: %s", type(exc).__name__)
-        return False
-
-    async def _mark_question(
-        self, turn: ReplyState, outcome: Outcome | None, note: str | None
-    ) -> None:
-        if turn.question_id is not None:
-            await self.store.set_outcome(turn.owner, turn.conv_id, turn.question_id, outcome, note)
 
     # -- the other actions --------------------------------------------------------------
 
