@@ -18,9 +18,12 @@ the COMMIT that pushes the WAL past 1,000 pages: that commit copies ~4 MB into t
 file and fsyncs it, which made one summarization commit in a hundred take 100-140 ms instead of
 ~5 (bench/summarization.py). So the writer never checkpoints (`wal_autocheckpoint = 0`); after a
 commit, when none is running, a PASSIVE checkpoint starts on the checkpointer connection's own
-thread. PASSIVE never blocks the writer or the reader, and the WAL stays small because one
-follows every burst of commits. If the checkpointer cannot be opened, the writer keeps
-SQLite's automatic checkpoints.
+thread, `CHECKPOINT_AFTER_S` later, so the other commits of the same moment share it: a chat
+turn commits four or five times (its message, the reply, metrics, a fold, the reply's vector),
+and a checkpoint after each cost 0.3-1.6 ms of CPU (fsyncs included) where one after all of
+them costs about the same as one (bench/turn_million.py). PASSIVE never blocks the writer or
+the reader, and the WAL stays small because one follows every burst of commits. If the
+checkpointer cannot be opened, the writer keeps SQLite's automatic checkpoints.
 
 FTS5 merges leave the commit path too. Each commit adds one small b-tree (segment) to each
 full-text index, and by default FTS5 merges them inside the commits: every 64 leaf pages
@@ -71,6 +74,9 @@ MERGE_EVERY_COMMITS = 4
 # Between two steps the merge waits this long, so that it takes at most about a third of the
 # writer's time and the commits and readers of a busy process keep the CPU they need.
 MERGE_PAUSE_S = 0.002
+# A checkpoint starts this long after the commit that asked for it (module docstring): long
+# enough for a turn's commits to share one, short enough that the WAL stays small.
+CHECKPOINT_AFTER_S = 0.2
 
 _ADVICE = {
     "SQLITE_BUSY": "another program is writing to it; try again in a moment",
@@ -163,6 +169,7 @@ class Connections:
         self._checkpoint: asyncio.Task[None] | None = None
         self._checkpoint_again = False
         self.checkpoints = 0  # completed background checkpoints (tests, benchmarks)
+        self._closing = asyncio.Event()  # a checkpoint waiting to start need not wait
         self._merge: asyncio.Task[None] | None = None
         self._merge_again = False
         self._unmerged_commits = 0
@@ -201,6 +208,7 @@ class Connections:
         if self.closed:
             return
         self.closed = True
+        self._closing.set()
         for task in (self._merge, self._checkpoint):
             if task is not None:
                 with suppress(Exception):
@@ -216,7 +224,7 @@ class Connections:
                         await conn.close()
 
     async def checkpointed(self) -> None:
-        """Wait for the background checkpoint running now, if any (tests, benchmarks)."""
+        """Wait for the background checkpoint running or about to, if any (tests, benchmarks)."""
         while self._checkpoint is not None and not self._checkpoint.done():
             await asyncio.wait({self._checkpoint})
 
@@ -277,6 +285,11 @@ class Connections:
         assert self.checkpointer is not None
         try:
             while True:
+                with suppress(TimeoutError):  # the commits made meanwhile join this one
+                    async with asyncio.timeout(CHECKPOINT_AFTER_S):
+                        await self._closing.wait()
+                if self.closed:  # the last connection to close checkpoints the whole WAL
+                    return
                 self._checkpoint_again = False
                 await self.checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 self.checkpoints += 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import ConversationStore
+from memory import ConversationStore, connection
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = Path(__file__).resolve().parent / "helpers" / "memory_writer.py"
@@ -85,3 +85,23 @@ async def test_commits_leave_checkpoints_to_the_background(tmp_path):
         assert busy == 0 and copied == wal_frames  # nothing was left to copy
         await store.append("ana", conversation.id, "user", "still writing after a checkpoint")
     assert not (tmp_path / "mnemo.db-wal").exists()  # closed cleanly: the WAL was removed
+
+
+async def test_the_commits_of_a_moment_share_one_checkpoint(tmp_path, monkeypatch):
+    """A turn commits four or five times; a checkpoint after each cost more CPU than the
+    commits (bench/turn_million.py). The checkpoint waits CHECKPOINT_AFTER_S (longer here,
+    so a loaded machine still makes the six appends within it) and then covers them all."""
+    monkeypatch.setattr(connection, "CHECKPOINT_AFTER_S", 1.5, raising=False)
+    async with await ConversationStore.open(tmp_path) as store:
+        conversation = await store.create_conversation("ana")
+        await store._db.checkpointed()
+        before = store._db.checkpoints
+        for i in range(6):
+            role = "user" if i % 2 == 0 else "assistant"
+            await store.append("ana", conversation.id, role, f"message {i} " + "lorem " * 50)
+        await store._db.merged()
+        await store._db.checkpointed()
+        assert store._db.checkpoints == before + 1
+        with contextlib.closing(sqlite3.connect(tmp_path / "mnemo.db")) as db:
+            busy, wal_frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert busy == 0 and copied == wal_frames  # that one checkpoint copied every commit
