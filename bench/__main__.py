@@ -19,6 +19,7 @@ BENCHMARKS = (
     "appends",
     "summarization",
     "turn_overhead",
+    "turn_million",
     "prompt_growth",
     "memory_quality",
     "long_memory",
