@@ -59,7 +59,8 @@ class Turn:
 
     # How the turn ended when not as planned: "failed" (a user message with no reply, or a
     # reply that broke off), "stopped" or "incomplete"; `outcome_note` says why in the words
-    # the chat showed. None: a normal message.
+    # the chat showed. None: a normal message (whose note, if any, is a line the chat wrote on
+    # it, such as a roundtable's veto).
     outcome: Outcome | None = None
     outcome_note: str | None = None
 

@@ -108,19 +108,18 @@ MAX_OUTCOME_NOTE_CHARS = 1000
 
 
 def check_outcome(outcome: str | None, note: str | None) -> str | None:
-    """The note to store with `outcome` (None for a normal turn, which has no note), or
-    InvalidInput. A note longer than the column allows is clipped: it is an explanation."""
-    if outcome is None:
-        if note is not None:
-            raise InvalidInput("outcome_note needs an outcome: failed, stopped or incomplete.")
-        return None
-    if outcome not in OUTCOMES:
+    """The note to store with `outcome`, or InvalidInput. A turn with no outcome may still
+    carry a note: a line the chat writes on a normal reply (a roundtable's veto). A note
+    longer than the column allows is clipped: it is an explanation."""
+    if outcome is not None and outcome not in OUTCOMES:
         raise InvalidInput(
             f"outcome must be 'failed', 'stopped' or 'incomplete' (or None), not {outcome!r}."
         )
-    if note is not None and not isinstance(note, str):
+    if note is None:
+        return None
+    if not isinstance(note, str):
         raise InvalidInput("outcome_note must be text.")
-    note = (note or "").strip()
+    note = note.strip()
     if len(note) > MAX_OUTCOME_NOTE_CHARS:
         note = note[: MAX_OUTCOME_NOTE_CHARS - 1] + "…"
     return note or None

@@ -85,8 +85,8 @@ async def test_bad_outcomes_are_refused_and_change_nothing(tmp_path):
         turn = await store.append(OWNER, conv, "user", "hello")
         with pytest.raises(InvalidInput, match="'failed', 'stopped' or 'incomplete'"):
             await store.append(OWNER, conv, "assistant", "hi", outcome="exploded")
-        with pytest.raises(InvalidInput, match="needs an outcome"):
-            await store.set_outcome(OWNER, conv, turn.id, None, "a note without an outcome")
+        with pytest.raises(InvalidInput, match="must be text"):
+            await store.set_outcome(OWNER, conv, turn.id, None, 42)  # type: ignore[arg-type]
         with pytest.raises(ConversationNotFound):
             await store.set_outcome("b-someone-else-bbbbbbbbbbbb", conv, turn.id, "failed", "x")
         with pytest.raises(ConversationNotFound):
