@@ -163,7 +163,7 @@ class _Said:
             return "delta", data
         if isinstance(item, Spoke):
             self.spoke.append(item)
-            return "speaker_end", schemas.speaker_reply_out(item.speaker, item.done)
+            return "speaker_end", schemas.speaker_reply_out(item.speaker, item.done, item.veto_line)
         return None
 
 
@@ -188,7 +188,7 @@ def _board_reply(event: RoundtableDone, said: _Said) -> dict[str, Any]:
         "notice": next((d.notice for d in dones if d.notice), None),
         "reset": None,
         "roundtable": event.roundtable_id,
-        "speakers": [schemas.speaker_reply_out(s.speaker, s.done) for s in said.spoke],
+        "speakers": [schemas.speaker_reply_out(s.speaker, s.done, s.veto_line) for s in said.spoke],
         "veto": schemas.veto_out(event.veto),
     }
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from assistant.outcome_notes import note_text
+from assistant.outcome_notes import note_text, veto_text
 
 
 def iso(epoch: float | None) -> str | None:
@@ -153,6 +153,12 @@ class MessageOut(BaseModel):
     speaker: str | None = Field(
         default=None, description="A roundtable reply: the persona id of who said it."
     )
+    veto_note: str | None = Field(
+        default=None,
+        description="A roundtable's veto, written by Mnemo whatever the model wrote, on the "
+        "vetoing member's and the chair's replies, in English (the chat shows it in the "
+        "page's language).",
+    )
 
 
 class MessagesPage(BaseModel):
@@ -268,6 +274,9 @@ class SpeakerReplyOut(BaseModel):
     usage: UsageOut
     saved: bool
     notice: str | None
+    veto_note: str | None = Field(
+        None, description="The ⛔ line Mnemo stored with this reply (see MessageOut.veto_note)."
+    )
 
 
 class ReplyOut(BaseModel):
@@ -317,7 +326,7 @@ def speaker_out(speaker: Any, veto: Any = None) -> dict[str, Any]:
     }
 
 
-def speaker_reply_out(speaker: Any, done: Any) -> dict[str, Any]:
+def speaker_reply_out(speaker: Any, done: Any, line: Any = None) -> dict[str, Any]:
     return {
         "persona_id": speaker.persona_id,
         "name": speaker.display_name,
@@ -326,6 +335,7 @@ def speaker_reply_out(speaker: Any, done: Any) -> dict[str, Any]:
         "usage": usage_out(done.usage),
         "saved": done.saved,
         "notice": done.notice,
+        "veto_note": line.text if line is not None else None,
     }
 
 
@@ -354,6 +364,7 @@ def message_out(t: Any) -> dict[str, Any]:
         "outcome_note": note_text(t.outcome_note),
         "covers_count": t.covers_count,
         "speaker": getattr(t, "speaker", None),
+        "veto_note": veto_text(t.outcome_note),
     }
 
 

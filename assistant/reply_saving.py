@@ -8,7 +8,9 @@ A progress save appends the reply once and then rewrites that row, marked incomp
 (memory/vector_fill.py embeds the reply once, when final). The final save waits for the
 progress save in flight (never two writers of one reply) and writes over its row. A turn that
 ended with no text puts its outcome on the question instead, so a reload still says why it
-has no answer; a retried question's outcome is cleared once it is answered.
+has no answer; a retried question's outcome is cleared once it is answered. A roundtable's veto
+line (`turn.veto_line`) goes with every save of the reply, progress saves included, whatever
+the model wrote.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ async def save_progress(store: Store, turn: ReplyState) -> None:
     turn.saved_chars = len(text)  # a failed save waits for the next one, not every chunk
     if not text.strip():
         return
+    interrupted = notes.with_line(notes.INTERRUPTED_NOTE.encode(), turn.veto_line)
     try:
         if turn.reply_id is None:
             reply = await store.append(
@@ -44,7 +47,7 @@ async def save_progress(store: Store, turn: ReplyState) -> None:
                 text,
                 speaker=turn.speaker,
                 outcome="incomplete",
-                outcome_note=notes.INTERRUPTED_NOTE.encode(),
+                outcome_note=interrupted,
                 draft=True,  # embedded once, when final (memory/vector_fill.py)
             )
             turn.reply_id = reply.id
@@ -55,7 +58,7 @@ async def save_progress(store: Store, turn: ReplyState) -> None:
                 turn.reply_id,
                 text,
                 outcome="incomplete",
-                outcome_note=notes.INTERRUPTED_NOTE.encode(),
+                outcome_note=interrupted,
                 draft=True,
             )
     except MemoryStoreError as exc:  # storage down or the conversation gone: next time
@@ -69,7 +72,7 @@ async def save_reply(
     goes on the question, so a reload still says why it has no answer."""
     try:
         if turn.text.strip():
-            reply = await _store_reply(store, turn, outcome, note)
+            reply = await _store_reply(store, turn, outcome, notes.with_line(note, turn.veto_line))
             if reply.saved and turn.question_outcome is not None:
                 await _mark_question(store, turn, None, None)  # answered now
             return reply.saved

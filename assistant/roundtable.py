@@ -13,9 +13,10 @@ its own metrics row (numbers only). Every speaker receives the conversation's me
 question and, in the user's message, what the earlier speakers said this turn; the chair goes
 last with all of it. Before the vetoing member speaks, `personas.check_veto` decides from the
 roundtable's metrics table whether it must veto; the member is then told to veto and the chair
-that the veto stands. The model is never asked whether to veto. Closing the stream (Stop) saves
-the current speaker's partial reply and skips the rest; retry and undo act on the whole turn
-because they already drop every reply after the last user message.
+that the veto stands. The model is never asked whether to veto, and whatever it writes, both
+replies are saved with a ⛔ line saying the veto (outcome_notes.veto_line). Closing the stream
+(Stop) saves the current speaker's partial reply and skips the rest; retry and undo act on the
+whole turn because they already drop every reply after the last user message.
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ from personas import (
     build_system_prompt,
     check_veto,
     fill_placeholders,
+    label_of,
     missing_members,
     names_in,
 )
 
+from . import outcome_notes as notes
 from .chat import (
     _STORAGE_DOWN,
     ChatService,
@@ -107,10 +110,12 @@ class Speaking:
 
 @dataclass(frozen=True)
 class Spoke:
-    """A speaker's reply is complete and saved."""
+    """A speaker's reply is complete and saved; `veto_line`: the ⛔ line the system stored
+    with it (the vetoing member's and the chair's, when the table decided a veto)."""
 
     speaker: Speaker
     done: Done
+    veto_line: notes.SystemLine | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,14 @@ class Board:
             )
             for i, pid in enumerate(order)
         ]
+
+    def veto_line(self, veto: VetoDecision, role: str) -> notes.SystemLine:
+        """The ⛔ line for a speaker's reply, with the vetoer's label in each page language
+        (a reader sees the line in its own)."""
+        vetoer = self.personas[veto.member]
+        parameter = self.roundtable.veto.label_parameter  # type: ignore[union-attr]
+        labels = {lang: label_of(vetoer, parameter, lang) for lang in notes.LINE_LANGUAGES}
+        return notes.veto_line(veto, role, vetoer.display_name, labels)
 
     def decide_veto(self, question: str, language: str | None = None) -> VetoDecision | None:
         """The veto decision for `question` asked from a page in `language` (None: the
@@ -382,7 +395,10 @@ class RoundtableRunner:
             vetoed = progress.veto if progress.veto is not None and progress.veto.vetoed else None
             yield Speaking(speaker, vetoed if told else None)
             done: Done | None = None
-            speech = self._speak(owner, conv_id, board, speaker, question, context, progress)
+            line = None
+            if told and vetoed is not None:  # the ⛔ line the system writes on this reply
+                line = board.veto_line(vetoed, speaker.role)
+            speech = self._speak(owner, conv_id, board, speaker, question, context, progress, line)
             # aclosing: Stop closes this generator at a yield; the speaker's partial reply is
             # saved now and no later speaker starts.
             async with contextlib.aclosing(speech):
@@ -394,7 +410,7 @@ class RoundtableRunner:
             assert done is not None
             progress.answers.append((speaker, done.reply))
             progress.degraded = progress.degraded or done.degraded
-            yield Spoke(speaker, done)
+            yield Spoke(speaker, done, line)
         yield RoundtableDone(
             roundtable_id=board.roundtable.id,
             speakers=[s.persona_id for s, _ in progress.answers],
@@ -412,6 +428,7 @@ class RoundtableRunner:
         question: str,
         context: ContextWindow,
         progress: _Progress,
+        line: notes.SystemLine | None = None,
     ) -> AsyncIterator[Delta | Done]:
         persona = board.personas[speaker.persona_id]
         prompt = (
@@ -425,7 +442,7 @@ class RoundtableRunner:
         ]
         admission = await self.service._admit(owner)  # every model call counts to the quota
         try:
-            turn = ReplyState(owner, conv_id, admission, speaker=speaker.persona_id)
+            turn = ReplyState(owner, conv_id, admission, speaker=speaker.persona_id, veto_line=line)
             chosen = _Persona(
                 speaker.persona_id,
                 board.versions[speaker.persona_id],

@@ -14,7 +14,7 @@ from memory import ContextWindow, Outcome
 
 from .errors import AssistantError
 from .models import Message
-from .outcome_notes import STOPPED_NOTE, OutcomeNote
+from .outcome_notes import STOPPED_NOTE, OutcomeNote, SystemLine
 
 # Progress saves while a reply streams (measured: bench/turn_overhead.py, README Performance).
 PROGRESS_EVERY_S = 1.0
@@ -82,6 +82,7 @@ class ReplyState:
     parts: list[str] = field(default_factory=list)
     first_token_ms: int | None = None
     speaker: str | None = None  # the persona answering in a roundtable; None: a plain turn
+    veto_line: SystemLine | None = None  # the system's ⛔ line, stored with the reply
     # Progress saved while streaming, so a killed process keeps what had arrived.
     reply_id: int | None = None  # the reply's row once a progress save wrote it
     saved_chars: int = 0

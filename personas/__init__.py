@@ -33,7 +33,7 @@ from .roundtable import (
     load_roundtable_text,
     missing_members,
 )
-from .veto import VetoConfigError, VetoDecision, check_veto, names_in
+from .veto import VetoConfigError, VetoDecision, check_veto, label_of, names_in
 
 __all__ = [
     "BUILTIN_DIR",
@@ -65,6 +65,7 @@ __all__ = [
     "check_veto",
     "fill_placeholders",
     "form_values",
+    "label_of",
     "load_persona_text",
     "load_roundtable_text",
     "missing_members",

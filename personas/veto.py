@@ -45,12 +45,21 @@ class VetoDecision:
     def vetoed(self) -> bool:
         return bool(self.below)
 
-    def reason(self) -> str:
-        """One line naming each entry under the threshold, e.g. 'Nike: 12% < 15%'."""
+    def reason(self, language: str | None = None) -> str:
+        """One line naming each entry under the threshold, e.g. 'Nike: 12% < 15%'; for a
+        Chinese reader (`language` "zh-TW") by its first Chinese name when it has one
+        ('耐吉: 12% < 15%')."""
         threshold = format_parameter(self.threshold_pct)
         return "; ".join(
-            f"{m.name}: {format_parameter(m.gross_margin_pct)}% < {threshold}%" for m in self.below
+            f"{_name_for(m, language)}: {format_parameter(m.gross_margin_pct)}% < {threshold}%"
+            for m in self.below
         )
+
+
+def _name_for(entry: MetricEntry, language: str | None) -> str:
+    if language == CHINESE:
+        return next((n for n in entry.names if _has_han(n)), entry.name)
+    return entry.name
 
 
 def _is_latin(name: str) -> bool:

@@ -105,6 +105,34 @@ def test_a_question_in_chinese_gets_finances_chinese_veto_label(server, gemini):
         assert english[-1][1]["veto"]["label"] == "FINANCE VETO"
 
 
+VETO_MEMBER = (
+    "⛔ FINANCE VETO: Nike: 12% < 15%, below the 15% threshold — decided by the "
+    "business-metrics table, not by the model."
+)
+VETO_CHAIR = (
+    "⛔ FINANCE VETO stands (Finance Controller: Nike: 12% < 15%, threshold 15%): the proposal "
+    "is not approved."
+)
+
+
+def test_the_veto_line_is_in_the_stream_and_in_the_stored_messages(server, gemini):
+    """The seats here never write the veto; Mnemo's line says it on finance's and the chair's
+    replies, in English, as the stream ends each of them and in GET messages."""
+    owner = "b-" + secrets.token_urlsafe(18)
+    with server.client(server.token(owner)) as client:
+        cid = board_conversation(client)
+        events = stream(client, cid, NIKE)
+        ends = [data["veto_note"] for event, data in events if event == "speaker_end"]
+        assert ends == [None, None, VETO_MEMBER, VETO_CHAIR]
+        assert [s["veto_note"] for s in events[-1][1]["speakers"]] == ends
+        server.wait_idle()
+        stored = client.get(f"/conversations/{cid}/messages").json()["messages"]
+        assert [m["veto_note"] for m in stored] == [None, *ends]
+        assert all(m["outcome"] is None and m["outcome_note"] is None for m in stored)
+        plain = stream(client, board_conversation(client), PLAIN)
+        assert all(d["veto_note"] is None for e, d in plain if e == "speaker_end")
+
+
 def test_the_json_form_returns_each_speakers_reply(server, gemini):
     owner = "b-" + secrets.token_urlsafe(18)
     with server.client(server.token(owner)) as client:

@@ -161,6 +161,57 @@ def test_a_zh_tw_page_asking_in_english_gets_the_chinese_veto_label(browser, ser
         context.close()
 
 
+# What a weak model (the offline SmolLM2) writes: no veto, and the chair approves.
+IGNORING = [
+    "Sales: take it.",
+    "Production: we can build it.",
+    "Finance: looks fine to me.",
+    "總經理決策: approved.",
+]
+VETO_LINES = {
+    "en-US": (
+        "⛔ FINANCE VETO: Nike: 12% < 15%, below the 15% threshold — decided by the "
+        "business-metrics table, not by the model.",
+        "⛔ FINANCE VETO stands (Finance Controller: Nike: 12% < 15%, threshold 15%): the "
+        "proposal is not approved.",
+    ),
+    "zh-TW": (
+        "⛔ 財務否決：耐吉: 12% < 15%，低於門檻 15% — 由業務指標表判定，不是模型的意見。",
+        "⛔ 財務否決成立（財務長：耐吉: 12% < 15%，門檻 15%）：提案不予核准。",
+    ),
+}
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-TW"])
+def test_the_veto_line_stays_on_the_bubbles_after_a_reload(browser, server, fake, locale):
+    """Finance never writes its veto and the chair approves, as SmolLM2 does: Mnemo's ⛔ line
+    on both bubbles says the veto anyway, in the page's language, and is still there after a
+    reload (stored with the replies, not a toast)."""
+    zh = locale == "zh-TW"
+    context, page = open_page(browser, server, locale=locale)
+    try:
+        page.locator("#new-chat").click()
+        pick_roundtable(page, zh=zh)
+        for text in IGNORING:
+            fake.reply(text)
+        ask(page, NIKE_ZH if zh else NIKE_EN, saved="記得 5 則訊息" if zh else "Remembering 5")
+        member, chair = VETO_LINES[locale]
+        for reloaded in (False, True):
+            if reloaded:
+                page.reload()
+                loaded(page)
+            bubbles = bot_messages(page)
+            expect(bubbles).to_have_count(5)
+            expect(bubbles.nth(3)).to_contain_text(IGNORING[2])
+            expect(bubbles.nth(3)).to_contain_text(member)
+            expect(bubbles.nth(4)).to_contain_text(IGNORING[3])
+            expect(bubbles.nth(4)).to_contain_text(chair)
+            for index in (1, 2):
+                expect(bubbles.nth(index)).not_to_contain_text("⛔")
+    finally:
+        context.close()
+
+
 def test_screenshot_of_a_roundtable_in_traditional_chinese(browser, server):
     """docs/roundtable-zh-tw.png: a real roundtable run, as a zh-TW browser shows it."""
     context, page = open_page(browser, server, locale="zh-TW")

@@ -146,3 +146,37 @@ async def test_a_history_larger_than_the_window_still_gets_an_answer(local):
     finally:
         local.max_prompt_tokens = MAX_PROMPT_TOKENS
     assert stream.usage.input_tokens <= 300
+
+
+@pytest.mark.slow
+async def test_a_roundtable_on_the_offline_model_carries_the_veto_whatever_it_wrote(
+    local, tmp_path
+):
+    """SmolLM2 neither writes the veto nor has the chair honour it: the ⛔ lines Mnemo stores
+    with finance's and the chair's replies say it anyway, next to the replies' own outcome
+    (cut at the length limit here)."""
+    from assistant.outcome_notes import decode
+    from assistant.runtime import Runtime
+    from ui.page import render_chat
+
+    rt = Runtime(tmp_path / "data", model=local)
+    local.max_output_tokens = 8  # four speakers; the default is 384
+    try:
+        facade = await rt.conversations()
+        conv = (await facade.create("owner", persona_id="roundtable:erp_board")).id
+        question = "Should we take the Nike order at list price?"
+        events = [e async for e in facade.send("owner", conv, question)]
+        assert events[-1].veto.vetoed
+        replies = {t.speaker: t for t in (await facade.messages("owner", conv)).turns[1:]}
+        assert list(replies) == ["sales", "production", "finance", "general_manager"]
+        lines = {pid: decode(t.outcome_note) for pid, t in replies.items()}
+        assert lines["sales"].veto is None and lines["production"].veto is None
+        assert lines["finance"].veto.code == "veto_member"
+        assert lines["general_manager"].veto.code == "veto_chair"
+        shown = [m["content"] for m in (await render_chat(rt, "owner", conv)).chat]
+        assert "⛔ **FINANCE VETO**: Nike: 12% &lt; 15%" in shown[-2]
+        assert "⛔ **FINANCE VETO** stands (Finance Controller" in shown[-1]
+    finally:
+        local.max_output_tokens = 384
+        await (await rt.service()).wait_background()
+        await rt.aclose()

@@ -50,6 +50,19 @@ async def test_a_zh_tw_page_shows_the_boards_names_in_chinese(rt: Runtime):
     assert "最後由總經理做出決定" in greeting
 
 
+# "Nike order?" names Nike (12% < 15%): finance's and the chair's bubbles end with the ⛔ line.
+VETO_EN = (
+    "⛔ **FINANCE VETO**: Nike: 12% &lt; 15%, below the 15% threshold — decided by the "
+    "business-metrics table, not by the model.",
+    "⛔ **FINANCE VETO** stands (Finance Controller: Nike: 12% &lt; 15%, threshold 15%): the "
+    "proposal is not approved.",
+)
+VETO_ZH = (
+    "⛔ **財務否決**：耐吉: 12% &lt; 15%，低於門檻 15% — 由業務指標表判定，不是模型的意見。",
+    "⛔ **財務否決**成立（財務長：耐吉: 12% &lt; 15%，門檻 15%）：提案不予核准。",
+)
+
+
 async def test_streaming_gives_each_speaker_its_own_bubble_and_reopening_matches(rt, fake):
     for text in ("Sales view.", "Production view.", "Finance view.", "總經理決策: ok."):
         fake.reply(text)
@@ -66,8 +79,8 @@ async def test_streaming_gives_each_speaker_its_own_bubble_and_reopening_matches
         "Nike order?",
         "📈 **Sales Director**\n\nSales view.",
         "🏭 **Production Manager**\n\nProduction view.",
-        "💰 **Finance Controller**\n\nFinance view.",
-        "🧭 **General Manager**\n\n總經理決策: ok.",
+        f"💰 **Finance Controller**\n\nFinance view.\n\n{VETO_EN[0]}",
+        f"🧭 **General Manager**\n\n總經理決策: ok.\n\n{VETO_EN[1]}",
     ]
     # A speaker's bubble opens with its header before its first word arrives.
     assert ["Nike order?", "📈 **Sales Director**\n\nSales view.", "🏭 **Production Manager**"] in [
@@ -82,8 +95,8 @@ async def test_streaming_gives_each_speaker_its_own_bubble_and_reopening_matches
     assert zh[2:] == [
         "📈 **業務總監**\n\nSales view.",
         "🏭 **生產經理**\n\nProduction view.",
-        "💰 **財務長**\n\nFinance view.",
-        "🧭 **總經理**\n\n總經理決策: ok.",
+        f"💰 **財務長**\n\nFinance view.\n\n{VETO_ZH[0]}",
+        f"🧭 **總經理**\n\n總經理決策: ok.\n\n{VETO_ZH[1]}",
     ]
 
 

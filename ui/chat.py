@@ -20,7 +20,7 @@ from assistant.conversations import Conversations
 from assistant.errors import InvalidMessage, UserError
 from assistant.roundtable import Speaking, Spoke
 from assistant.runtime import Runtime
-from ui import notices, views
+from ui import board_views, notices, views
 from ui.errors import message_of, require_owner, shown, user_errors
 from ui.i18n import current_language, t
 from ui.page import (
@@ -139,12 +139,14 @@ async def _stream(
     # The facade's stream holds the conversation's turn lock until it is closed, so a refresh
     # after Stop (finish_turn) sees the saved partial reply.
     header = ""  # a roundtable speaker's avatar and name, above its reply
+    speakers: dict[str, Any] = {}  # this turn's, by persona id (a veto line names the vetoer)
     try:
         chat = [*chat, {"role": "assistant", "content": ""}]
         async for event in events:
             if isinstance(event, Speaking):
                 # Each speaker gets its own bubble; the first one takes the empty placeholder.
                 header = views.speaker_header(event.speaker.avatar, views.shown(event.speaker))
+                speakers[event.speaker.persona_id] = event.speaker
                 reply = ""
                 bubble = {"role": "assistant", "content": header}
                 if views.message_text(chat[-1].get("content")):
@@ -153,7 +155,7 @@ async def _stream(
                     chat[-1] = bubble
                 if event.veto is not None and event.speaker.role != "chair":
                     notices.info(
-                        views.veto_note(event.veto, views.shown(event.speaker)),
+                        board_views.veto_note(event.veto, views.shown(event.speaker)),
                         title=tr("t_veto"),
                     )
                 yield _streaming(conversation_id, chat)
@@ -173,6 +175,11 @@ async def _stream(
                 cleared = event.result
             elif isinstance(event, Done | Spoke):
                 notice = (event.done if isinstance(event, Spoke) else event).notice or notice
+                if isinstance(event, Spoke) and event.veto_line is not None:
+                    # What the store now holds with the reply, shown before the next speaker.
+                    line = views.system_line(event.veto_line, speakers)
+                    chat[-1] = {**chat[-1], "content": f"{chat[-1]['content']}\n\n{line}"}
+                    yield _streaming(conversation_id, chat)
     except UserError as exc:
         failure = exc
     finally:

@@ -17,7 +17,7 @@ import gradio as gr
 
 from assistant.local import LocalModel
 from assistant.runtime import Runtime
-from ui import notices, views
+from ui import board_views, notices, views
 from ui.badge import badge_text
 from ui.errors import require_owner, user_errors
 from ui.i18n import remember_language
@@ -112,7 +112,7 @@ async def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]
     personas = await facade.personas(owner)
     boards = await facade.roundtables(owner)
     choices = [(views.persona_label(p), p.id) for p in personas]
-    choices += [(views.roundtable_label(b), b.ref) for b in boards]
+    choices += [(board_views.roundtable_label(b), b.ref) for b in boards]
     avatars = {p.id: p.avatar or "💬" for p in personas}
     avatars |= {b.ref: views.ROUNDTABLE_AVATAR for b in boards}
     return choices, avatars
@@ -151,7 +151,7 @@ async def render_chat(
     board = opened.roundtable
     greeting = views.shown(opened.persona, "greeting")
     if board is not None:
-        greeting = views.roundtable_greeting(board, offline=isinstance(rt.model, LocalModel))
+        greeting = board_views.roundtable_greeting(board, offline=isinstance(rt.model, LocalModel))
     if conversation is not None:
         page = opened.transcript
         chat = views.chat_messages(
@@ -169,7 +169,7 @@ async def render_chat(
             chat = plain_chat(shown) or chat
             badge = badge_text(opened.status, opened.model)
     if board is not None:
-        badge = views.roundtable_badge(badge, board)
+        badge = board_views.roundtable_badge(badge, board)
     listed = views.conversation_choices(conversations, avatars)
     selected = conversation_id if any(cid == conversation_id for _, cid in listed) else None
     return ChatView(

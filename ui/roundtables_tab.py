@@ -19,7 +19,7 @@ from assistant.conversations import Conversations
 from assistant.errors import InvalidPersonaYaml
 from assistant.roundtable import roundtable_id_of
 from assistant.runtime import Runtime
-from ui import notices, views
+from ui import board_views, notices, views
 from ui.errors import require_owner, user_errors
 from ui.i18n import t
 from ui.page import QUIET, ChatView, Page, outputs, refresh_chat, skipped
@@ -59,7 +59,7 @@ async def show_board(rt: Runtime, owner: str, board: str | None) -> BoardView:
         doc = await facade.roundtable(owner, chosen.id)
         return BoardView(
             board_picker=gr.update(
-                choices=[(views.roundtable_label(b), b.id) for b in boards], value=chosen.id
+                choices=[(board_views.roundtable_label(b), b.id) for b in boards], value=chosen.id
             ),
             board_yaml=doc.yaml_text,
             board_versions=gr.update(

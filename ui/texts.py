@@ -103,6 +103,15 @@ EN: dict[str, str] = {
         "{speaker} must veto: {reason} (threshold {threshold}%), decided from the "
         "business-metrics table."
     ),
+    # the system's ⛔ lines on a roundtable's replies (assistant.outcome_notes.veto_line)
+    "veto_member": (
+        "⛔ **{label}**: {reason}, below the {threshold}% threshold — decided by the "
+        "business-metrics table, not by the model."
+    ),
+    "veto_chair": (
+        "⛔ **{label}** stands ({member}: {reason}, threshold {threshold}%): the proposal is "
+        "not approved."
+    ),
     # the inspector
     "insp_empty": "_Start a conversation to see what the model receives._",
     "insp_memory": (
@@ -277,6 +286,10 @@ ZH_TW: dict[str, str] = {
         "預計需要一分鐘以上，回答品質也有限。_"
     ),
     "veto_note": "{speaker}必須否決：{reason}（門檻 {threshold}%），依業務指標表判定。",
+    "veto_member": (
+        "⛔ **{label}**：{reason}，低於門檻 {threshold}% — 由業務指標表判定，不是模型的意見。"
+    ),
+    "veto_chair": "⛔ **{label}**成立（{member}：{reason}，門檻 {threshold}%）：提案不予核准。",
     "insp_empty": "_開始對話後，這裡會顯示模型收到的內容。_",
     "insp_memory": "脈絡中的記憶：**{chars}** / **{budget}** 字元；你的下一則訊息接在後面。",
     "insp_system_instruction": "#### 系統指令",

@@ -147,6 +147,9 @@ def chat_messages(
         note = getattr(turn, "outcome_note", None)
         if turn.role == "assistant" and (outcome or getattr(turn, "incomplete", False)):
             content = f"{content}\n\n{incomplete_note(outcome, note)}"
+        line = veto_line(note, speakers) if turn.role == "assistant" and note else None
+        if line:
+            content = f"{content}\n\n{line}"
         speaker = getattr(turn, "speaker", None)
         if turn.role == "assistant" and speaker:
             info = (speakers or {}).get(speaker)  # None: that persona is gone; show its id
@@ -175,6 +178,27 @@ def stored_note(stored: str | None) -> str | None:
         except (KeyError, ValueError, IndexError):
             return known(note.text)
     return condition_shown(note.code, note.kind, note.params, note.text)[1]
+
+
+def veto_line(stored: str | None, speakers: dict[str, Any] | None = None) -> str | None:
+    """The ⛔ line the system stored with a roundtable reply (the vetoing member's, the
+    chair's), in this page's language; None when the reply has none."""
+    note = decode_note(stored)
+    return system_line(note.veto, speakers) if note is not None and note.veto else None
+
+
+def system_line(line: Any, speakers: dict[str, Any] | None = None) -> str:
+    """A SystemLine in this page's language, the vetoing member named as this page names it
+    (`speakers`: persona id -> the speaker's record); its English sentence if unknown."""
+    params = {k: plain_markdown(str(v)) for k, v in line.params.items()}
+    for key in ("label", "reason"):  # in this page's language when the line keeps it
+        params[key] = params.get(f"{key}_{current_language()}", params.get(key, ""))
+    info = (speakers or {}).get(str(line.params.get("member")))
+    params["member"] = plain_markdown(shown(info)) if info else params.get("member_name", "")
+    try:
+        return tr(line.code, **params)
+    except (KeyError, ValueError, IndexError):
+        return message_markdown(line.text)
 
 
 def unanswered_note(outcome: str | None, note: str | None) -> str:
@@ -334,47 +358,6 @@ def shown(record: Any, field: str = "display_name") -> str:
     """A persona's, roundtable's or speaker's `field` as this page's language shows it (its
     YAML's `i18n` entry for that language, else its own text)."""
     return record.shown(field, current_language())
-
-
-def roundtable_label(board: Any) -> str:
-    """The picker's entry for a roundtable."""
-    return f"{ROUNDTABLE_AVATAR} {shown(board)}"
-
-
-def roundtable_members(board: Any) -> str:
-    """The speakers in order, e.g. '📈 Sales Director → … → 🧭 總經理'."""
-    return " → ".join(plain_markdown(f"{p.avatar or '💬'} {shown(p)}") for p in board.speakers)
-
-
-def roundtable_badge(badge: str, board: Any) -> str:
-    """The memory badge of a roundtable chat: the members after the memory line."""
-    name = plain_markdown(shown(board))
-    return f"{badge}  \n{ROUNDTABLE_AVATAR} **{name}**: {roundtable_members(board)}"
-
-
-def roundtable_greeting(board: Any, offline: bool) -> str:
-    """What opens a roundtable chat (shown, never stored or sent)."""
-    chair = next((shown(p) for p in board.speakers if p.id == board.chair), board.chair)
-    name, chair = plain_markdown(shown(board)), plain_markdown(chair)
-    text = tr(
-        "board_greeting",
-        avatar=ROUNDTABLE_AVATAR,
-        name=name,
-        chair=chair,
-        members=roundtable_members(board),
-    )
-    if board.problem:
-        text += f"\n\n⚠️ {board.problem}"
-    if offline:
-        text += "\n\n" + tr("board_offline", n=len(board.speakers))
-    return text
-
-
-def veto_note(veto: Any, speaker_name: str) -> str:
-    """The toast when the metrics table decides a veto."""
-    return tr(
-        "veto_note", speaker=speaker_name, reason=veto.reason(), threshold=f"{veto.threshold_pct:g}"
-    )
 
 
 def members_markdown(members: Sequence[Any]) -> str:
