@@ -355,7 +355,7 @@ def _parse_outcome(check: _Check, turn: dict, where: str) -> tuple[str | None, s
     outcome, note = turn.get("outcome"), turn.get("outcome_note")
     if outcome is not None and outcome not in OUTCOMES:
         check.fail(f"{where}.outcome", f"is {outcome!r}; use failed, stopped or incomplete")
-    if note is not None and (outcome is None or not isinstance(note, str)):
+    if note is not None and not isinstance(note, str):  # with no outcome: a line on the turn
         check.fail(f"{where}.outcome_note", "is not a text explaining the message's outcome")
     return outcome, check_outcome(outcome, note)
 

@@ -29,7 +29,8 @@ async def store(memory_backend):
 
 async def rich_conversation(store, owner="ana"):
     """Summarized, a user-edited summary, recallable old turns, a tool note, a roundtable
-    reply with its speaker, replies that ended otherwise (with their outcomes), a pin."""
+    reply with its speaker and a veto line, replies that ended otherwise (with their
+    outcomes), a pin."""
     conv = await store.create_conversation(owner, persona_id="finance")
     await store.append(owner, conv.id, "user", "The Kestrel invoice is due on 3 May.")
     for i in range(1, 101):
@@ -38,7 +39,10 @@ async def rich_conversation(store, owner="ana"):
     await store.write_summary(owner, conv.id, "Kestrel owes 12,400 EUR.")
     await store.append(owner, conv.id, "user", 'search_memory(query="Kestrel") → ok', origin="tool")
     await store.append(owner, conv.id, "assistant", "Found it.", incomplete=True)
-    await store.append(owner, conv.id, "assistant", "Margin holds.", speaker="finance")
+    veto = '{"code":null,"text":"","veto":{"code":"veto_member","params":{},"text":"⛔ VETO"}}'
+    await store.append(  # a normal reply with a line the chat wrote on it (no outcome)
+        owner, conv.id, "assistant", "Margin holds.", speaker="finance", outcome_note=veto
+    )
     await store.append(
         owner, conv.id, "assistant", "The marg", outcome="stopped", outcome_note="Stopped"
     )

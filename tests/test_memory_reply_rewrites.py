@@ -53,7 +53,15 @@ async def test_an_outcome_is_set_cleared_and_checked(store):
     await store.set_outcome(OWNER, conv, question.id, None)
     (turn,) = await store.transcript(OWNER, conv)
     assert (turn.outcome, turn.outcome_note, turn.incomplete) == (None, None, False)
-    with pytest.raises(InvalidInput, match="failed, stopped or incomplete"):
-        await store.set_outcome(OWNER, conv, question.id, None, "a note without an outcome")
+    # A note without an outcome: a line the chat writes on a normal turn (a roundtable's veto).
+    await store.set_outcome(OWNER, conv, question.id, None, "a note without an outcome")
+    (turn,) = await store.transcript(OWNER, conv)
+    assert (turn.outcome, turn.outcome_note, turn.incomplete) == (
+        None,
+        "a note without an outcome",
+        False,
+    )
+    with pytest.raises(InvalidInput, match="'failed', 'stopped' or 'incomplete'"):
+        await store.set_outcome(OWNER, conv, question.id, "exploded", "x")
     with pytest.raises(ConversationNotFound):
         await store.set_outcome(OWNER, conv, question.id + 99, "failed", "x")
