@@ -22,11 +22,12 @@ compared with wordllama's.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib.util
 import logging
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from memory.vectors import Embedder
 
+from .embed_thread import EmbedThread
 from .errors import AssistantError
 
 __all__ = [
@@ -148,7 +150,10 @@ class UseEmbedder:
     def __init__(self, model: object) -> None:
         self._model = model
         # A preview of the draft, then the message sent: the same text, ~3 ms each.
-        self._one = functools.lru_cache(maxsize=RECENT_TEXTS)(self._encode_one)
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()  # embed_now may run in any thread
+        # Never on the event loop, and never six at once (assistant/embed_thread.py).
+        self._thread = EmbedThread(self._encode, name="mnemo-use")
 
     @classmethod
     def load(cls) -> UseEmbedder:
@@ -174,21 +179,44 @@ class UseEmbedder:
             raise EmbedderUnavailable(f"USE returned vectors of shape {probe.shape}, not (1, 512)")
         return cls(model)
 
-    def _encode_one(self, text: str) -> np.ndarray:
-        return np.asarray(self._model.encode([text]), dtype=np.float32)[0]
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._model.encode(texts), dtype=np.float32)
+
+    def _cached(self, text: str) -> np.ndarray | None:
+        with self._recent_lock:
+            vector = self._recent.get(text)
+            if vector is not None:
+                self._recent.move_to_end(text)
+            return vector
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        with self._recent_lock:
+            self._recent[text] = vector
+            while len(self._recent) > RECENT_TEXTS:
+                self._recent.popitem(last=False)
 
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
-        """One vector per text."""
+        """One vector per text, in the calling thread."""
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         if len(texts) == 1:
-            return self._one(texts[0])[None, :].copy()  # a copy: the cached one stays intact
-        return np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+            vector = self._cached(texts[0])
+            if vector is None:
+                vector = self._encode([texts[0]])[0]
+                self._remember(texts[0], vector)
+            return vector[None, :].copy()  # a copy: the kept one stays intact
+        return self._encode(list(texts))
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        # Always in a thread: ~3 ms of CPU a message, which on the event loop would stall
-        # every other request (numpy's products release the GIL; the hop costs ~50 µs).
-        return await asyncio.to_thread(self.embed_now, texts)
+        # ~3 ms of CPU a message: on the event loop it would stall every other request.
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        if len(texts) == 1 and (vector := self._cached(texts[0])) is not None:
+            return vector[None, :].copy()
+        vectors = await self._thread.embed(texts)
+        if len(texts) == 1:
+            self._remember(texts[0], vectors[0].copy())
+        return vectors
 
 
 class GeminiEmbedder:
