@@ -62,7 +62,6 @@ class EmbedThread:
         self._background: deque[_Job] = deque()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
-        self.batches = 0  # encodings run (tests)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One vector per text (at least one), encoded on the thread; one text is urgent."""
@@ -106,7 +105,6 @@ class EmbedThread:
                 error = None
             except Exception as exc:  # the callers get the error, the thread goes on
                 vectors, error = None, exc
-            self.batches += 1
             if len(jobs) == 1 and len(jobs[0].texts) > 1:  # a chunk of one background job
                 job = jobs[0]
                 if error is None:
