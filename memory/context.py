@@ -415,4 +415,5 @@ def recall_turns(
         diverse=diverse,
         weights=policy.recall_weights,
         max_hits=policy.recall_k,
+        twins=len(semantic) > 0,
     )

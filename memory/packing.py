@@ -58,6 +58,11 @@ class RecallWeights:
     # A hit this close (cosine) to one already chosen says nothing new ("Got it, I'll keep
     # that in mind." for the fifth time): it is skipped, and the budget goes further.
     duplicate: float = 0.95
+    # For a list question (with a vector) a hit this close to one already chosen is skipped
+    # too: a list's own items are far apart (cosine at most 0.47 on bench long_memory), but
+    # half of the best 60 hits there had a near twin above 0.76, the same everyday line with
+    # a remark added, and the budget went to them.
+    list_twin: float = 0.6
     # A fact and what later changed it ("I live in Leeds" ... "I moved from Leeds to
     # Cardiff"): for the best `follow_hits` hits, the later turn most like each (centred
     # cosine at least `follow_floor`) comes along, scored `follow` times its hit. Ten, not
@@ -224,6 +229,7 @@ def pack(
     diverse: bool = False,
     weights: RecallWeights = RecallWeights(),
     max_hits: int | None = None,
+    twins: bool = False,
 ) -> list[RecalledTurn]:
     """The recalled turns, oldest first: best snippets first until `budget` characters
     (rendered cost, see TURN_OVERHEAD) are spent; each turn clipped to `per_turn`.
@@ -231,8 +237,9 @@ def pack(
     `scores` from fuse(); `keyword` the normalised keyword scores (to tell a direct hit
     from one through the turn before); `vectors` unit vectors by turn id: a hit that
     repeats a chosen one is skipped, and for `diverse` (list questions) the next hit is
-    picked by maximal marginal relevance. `max_hits` bounds the snippets (the budget
-    usually ends them first).
+    picked by maximal marginal relevance; with `twins` as well (a list question that has a
+    vector) a hit within RecallWeights.list_twin of a chosen one is skipped. `max_hits` bounds
+    the snippets (the budget usually ends them first).
     """
     keyword = keyword or {}
     vectors = vectors or {}
@@ -243,7 +250,8 @@ def pack(
         for tid, s in scores.items()
         if s > 0 and tid in conv.turns and tid not in conv.excluded
     }
-    candidates = _Candidates(pool, vectors, diverse, weights)
+    ceiling = weights.list_twin if diverse and twins else weights.duplicate
+    candidates = _Candidates(pool, vectors, diverse, weights, ceiling)
     chosen: dict[int, _Pick] = {}
     remaining = budget
     hits = 0
@@ -300,6 +308,7 @@ class _Candidates:
         vectors: Mapping[int, np.ndarray],
         diverse: bool,
         weights: RecallWeights,
+        ceiling: float,
     ) -> None:
         self.ids = sorted(pool, key=lambda t: (-pool[t], t))  # ties to the older turn
         n = len(self.ids)
@@ -317,6 +326,7 @@ class _Candidates:
         self.left = np.ones(n, dtype=bool)
         self.count, self.first = n, 0
         self.diverse, self.weights, self.any_chosen = diverse, weights, False
+        self.ceiling = ceiling  # a hit this close to a chosen one repeats it
 
     def __bool__(self) -> bool:
         return self.count > 0
@@ -335,7 +345,7 @@ class _Candidates:
         self.left[k] = False
         self.count -= 1
         repeats = self.any_chosen and self.has_vector[k]
-        return self.ids[k], bool(repeats and self.redundancy[k] >= self.weights.duplicate)
+        return self.ids[k], bool(repeats and self.redundancy[k] >= self.ceiling)
 
     def chose(self, tid: int) -> None:
         """`tid` is now a chosen hit: what is like it becomes redundant."""

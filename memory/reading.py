@@ -26,7 +26,7 @@ from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query
 from .records import ContextWindow
 from .validation import MAX_MESSAGE_CHARS
 from .vector_fill import VectorFiller
-from .vectors import embed_query
+from .vectors import NO_QUERY_VECTOR, embed_query
 
 
 async def read_context(
@@ -67,9 +67,9 @@ async def read_context(
         if embedding is not None:
             embedding.cancel()
         raise
-    query_vector = await embedding if embedding is not None else None
-    if query_vector is not None:
-        vectors.keep_fresh(conv_id, query, query_vector)
+    asked = await embedding if embedding is not None else NO_QUERY_VECTOR
+    query_vector = asked.recall
+    vectors.keep_fresh(conv_id, query, asked.own)
     semantic = semantic_scores(rows, query_vector)
     missing = missing_candidates(rows, semantic, policy) if with_vectors else []
     if missing:

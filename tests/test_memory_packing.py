@@ -188,6 +188,33 @@ def test_list_questions_spread_over_distinct_parts():
     assert {r.turn.id for r in diverse} == {ids[0], ids[5], ids[6]}
 
 
+def test_a_list_question_skips_a_near_twin_of_a_chosen_hit():
+    # An everyday line said again with a remark added (cosine 0.75) outscores the list's other
+    # items (0.6 and 0.55, far from it): MMR alone still picks the twin; a list question that
+    # has a vector skips it, and the budget reaches both items.
+    rng = np.random.default_rng(5)
+    line, noise, item1, item2 = (v / np.linalg.norm(v) for v in rng.normal(size=(4, 32)))
+    twin = 0.75 * line + np.sqrt(1 - 0.75**2) * (noise - (noise @ line) * line) / np.linalg.norm(
+        noise - (noise @ line) * line
+    )
+    assert abs(float(twin @ line) - 0.75) < 1e-6
+    contents = ["The office is freezing again. " * 5, "The office is freezing again, ugh. " * 5]
+    contents += ["I play table tennis on Tuesdays. " * 5, "I started bouldering on Fridays. " * 5]
+    conv = conversation(contents)
+    ids = list(conv.turns)
+    scores = {ids[0]: 1.0, ids[1]: 0.99, ids[2]: 0.6, ids[3]: 0.55}
+    vectors = dict(zip(ids, [line, twin, item1, item2], strict=True))
+    budget = 3 * (len(contents[1]) + TURN_OVERHEAD + RUN_OVERHEAD)
+    assert RecallWeights().list_twin < 0.75 < RecallWeights().duplicate
+
+    def picked(**kwargs):
+        out = pack(conv, scores, [], budget, 2_000, vectors=vectors, diverse=True, **kwargs)
+        return {r.turn.id for r in out}
+
+    assert picked(twins=True) == {ids[0], ids[2], ids[3]}
+    assert picked() == {ids[0], ids[1], ids[2]}  # no question vector: only repeats are skipped
+
+
 def test_a_hit_that_repeats_a_chosen_one_is_skipped():
     # The same reply said again and again outscores what the budget should reach next.
     rng = np.random.default_rng(4)

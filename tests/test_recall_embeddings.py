@@ -238,6 +238,10 @@ def test_a_question_is_embedded_by_its_content_words_under_a_static_model():
     assert query_embedding_text("Who is my manager now?") == "manager now"  # "now" says when
     assert query_embedding_text("What do I do for a living?") == "living"
     assert query_embedding_text("Is it?") == "Is it?"  # nothing left: the question as it is
+    # Chinese has no spaces: its question words, pronouns and particles go from the run.
+    assert query_embedding_text("我平常做哪些運動？") == "平常做運動"
+    assert query_embedding_text("我的配偶是誰？") == "配偶"
+    assert query_embedding_text("誰？") == "誰？"
 
 
 async def test_only_a_token_averaging_embedder_gets_the_question_without_function_words(
@@ -248,20 +252,21 @@ async def test_only_a_token_averaging_embedder_gets_the_question_without_functio
 
         def __init__(self, averages_tokens):
             self.averages_tokens = averages_tokens
-            self.texts = []
+            self.calls = []
 
         async def embed(self, texts):
-            self.texts += list(texts)
+            self.calls.append(list(texts))
             return wordllama.embed_now(texts)
 
-    for averages, expected in ((True, "hometown"), (False, "What's my hometown?")):
+    # A sentence model gets the question and its content words, in one call.
+    for averages, expected in ((True, ["hometown"]), (False, ["What's my hometown?", "hometown"])):
         embedder = Recording(averages)
         store = await memory_backend.open(embedder=embedder)
         conv = await store.create_conversation("ana")
         await store.append("ana", conv.id, "user", "I grew up in a fishing village.")
         await store.flush_vectors()
         await store.context("ana", conv.id, query="What's my hometown?")
-        assert embedder.texts == ["I grew up in a fishing village.", expected]
+        assert embedder.calls == [["I grew up in a fishing village."], expected]
         await store.close()
 
 

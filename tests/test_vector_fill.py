@@ -12,7 +12,10 @@ import pytest
 from memory_backends import rows, vector_rows
 
 from assistant.embedding import WordLlamaEmbedder
+from memory import context, reading
+from memory.postgres import reads as postgres_reads
 from memory.vector_fill import VectorFiller
+from memory.vectors import pack, unpack
 
 WAIT_S = 10.0  # a bound on waiting for the other side, never a measurement
 
@@ -97,6 +100,32 @@ async def test_the_new_message_is_embedded_once_while_the_context_is_read(
     turn = await store.append("ana", conv.id, "user", text)
     assert vector_of(store, turn.id) == [("recording-256",)]  # written with the append
     assert embedder.texts == [text] and embedder.calls == 1  # the query's is the stored one
+
+
+async def test_a_question_is_recalled_by_its_mean_with_its_content_words_and_stored_as_itself(
+    memory_backend, wordllama, monkeypatch
+):
+    embedder = Recording(wordllama)
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    text = "What do I do for a living?"
+    own, content = (pack(v) for v in wordllama.embed_now([text, "living"]))
+    mean = pack(unpack(own) + unpack(content))
+    seen = []
+
+    def semantic_scores(rows, query_vector):
+        seen.append(query_vector)
+        return context.semantic_scores(rows, query_vector)
+
+    for reader in (reading, postgres_reads):  # each backend's
+        monkeypatch.setattr(reader, "semantic_scores", semantic_scores)
+    await store.context("ana", conv.id, query=text)
+    turn = await store.append("ana", conv.id, "user", text)
+    await store.flush_vectors()
+    assert embedder.texts == [text, "living"] and embedder.calls == 1  # one call, both texts
+    assert seen == [mean]  # recall compares the turns with the mean of the two
+    stored = rows(store, "SELECT vector FROM turn_vectors WHERE turn_id = ?", (turn.id,))
+    assert [bytes(v) for (v,) in stored] == [own]  # the turn keeps the message's own vector
 
 
 async def test_a_static_models_question_is_not_reused_as_the_stored_vector(

@@ -21,7 +21,7 @@ from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
 from ..sql import KIND_CONVERSATION, KIND_PINNED, KIND_VECTOR, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
 from ..vector_fill import VectorFiller
-from ..vectors import embed_query
+from ..vectors import NO_QUERY_VECTOR, embed_query
 from . import sql
 from .text import cjk_patterns, word_query
 
@@ -132,11 +132,11 @@ class Reads:
             if embedding is not None:
                 embedding.cancel()
             raise
-        query_vector = await embedding if embedding is not None else None
+        asked = await embedding if embedding is not None else NO_QUERY_VECTOR
+        query_vector = asked.recall
         if not rows:
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
-        if query_vector is not None:
-            self._vectors.keep_fresh(conv_id, query, query_vector)
+        self._vectors.keep_fresh(conv_id, query, asked.own)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
         # same pure assembly applies.
         shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]
