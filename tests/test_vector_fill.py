@@ -99,7 +99,8 @@ async def test_the_new_message_is_embedded_once_while_the_context_is_read(
     await store.context("ana", conv.id, query=text)
     turn = await store.append("ana", conv.id, "user", text)
     assert vector_of(store, turn.id) == [("recording-256",)]  # written with the append
-    assert embedder.texts == [text] and embedder.calls == 1  # the query's is the stored one
+    # One call: the message, and its content words for recall; the message's is the stored one.
+    assert embedder.texts == [text, "took ferry Bergen Saturday"] and embedder.calls == 1
 
 
 async def test_a_question_is_recalled_by_its_mean_with_its_content_words_and_stored_as_itself(
