@@ -13,8 +13,9 @@ FTS5, PostgreSQL from its own search; both give cosines of the stored vectors):
 3. **Pack by budget**, not by count: the best snippet first, until the budget is spent. Long
    turns are clipped around the part that matched. For list questions ("what activities...")
    the next snippet is picked by maximal marginal relevance, so the budget spreads over
-   distinct parts of the conversation rather than five copies of one; for every question, a
-   hit that repeats one already chosen (the same reply again) is skipped.
+   distinct parts of the conversation rather than five copies of one, and a hit close to one
+   already chosen (the same everyday line with a remark added) is skipped; for every question,
+   a hit that repeats one already chosen (the same reply again) is skipped.
 """
 
 from __future__ import annotations
