@@ -140,7 +140,9 @@ async def test_progress_saves_end_in_one_complete_reply(tmp_path, fake):
             pass
         await service.wait_background()
         await store.flush_vectors()
-        assert embedder.texts == 2  # the question (recall, then stored) and the final reply
+        # The question and its content words (one call: recall, the question's kept to be
+        # stored) and the final reply.
+        assert embedder.texts == 3
         question, reply = await store.transcript(OWNER, conv)
         assert reply.content == "".join(chunks)
         assert (reply.outcome, reply.incomplete) == (None, False)
