@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import os
 import secrets
 import sqlite3
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -50,7 +48,7 @@ import httpx
 from assistant.runtime import Runtime
 from bench.api_server import EchoModel
 from bench.config import BenchConfig
-from bench.harness import Table, ms, percentile, write_result
+from bench.harness import Table, git_tree, ms, percentile, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 # The code the target rows are compared with: main before the first-byte work (urgent writes,
@@ -79,21 +77,6 @@ class Run:
 
 
 # ---- processes ---------------------------------------------------------------------------
-
-
-def previous_tree(into: Path) -> Path | None:
-    """The app's files at PREVIOUS, extracted into `into` (None: not in this checkout)."""
-    try:
-        tar = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", PREVIOUS],
-            check=True,
-            capture_output=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
-        archive.extractall(into, filter="data")
-    return into
 
 
 @contextlib.contextmanager
@@ -390,7 +373,7 @@ async def run(config: BenchConfig) -> None:
     )
     runs: list[tuple[Scenario, Run]] = []
     with tempfile.TemporaryDirectory(prefix="mnemo-previous-", dir=config.work_dir) as tmp:
-        previous_root = previous_tree(Path(tmp))
+        previous_root = git_tree(PREVIOUS, Path(tmp))
         for index, s in enumerate(SCENARIOS):
             if config.size == "tiny" and (s.pace or s.model == "stream" or s.alone):
                 continue  # the smoke test runs the three paths once, briefly

@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import inspect
+import io
 import os
 import platform
 import random
 import sqlite3
+import subprocess
+import tarfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -135,6 +138,27 @@ class Table:
         lines.append("|" + "|".join("---" for _ in self.columns) + "|")
         lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in self.rows)
         return "\n".join(lines)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git_tree(ref: str, into: Path, *paths: str) -> Path | None:
+    """The repository's files at `ref` (only `paths` when given), extracted into `into`:
+    a previous version to run beside this one. None when this checkout does not have `ref`
+    (a shallow clone) or git is missing."""
+    try:
+        tar = subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", ref, *paths],
+            check=True,
+            capture_output=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(into, filter="data")
+    return into
 
 
 def cpu_model() -> str:

@@ -13,20 +13,18 @@ PostgreSQL comes from $MNEMO_BENCH_DATABASE_URL (else $MNEMO_TEST_DATABASE_URL).
 from __future__ import annotations
 
 import importlib
-import io
 import random
 import secrets
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 from bench.appends import concurrent_phase
 from bench.config import BenchConfig
 from bench.datagen import Corpus, message_pool
-from bench.harness import Table, interleave, ms, write_result
+from bench.harness import Table, git_tree, interleave, ms, write_result
 from bench.scale_out import URL_ENV, _in_schema, _server_url, load_postgres
 
 NAME = "pg_previous"
@@ -38,12 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def import_previous(ref: str, into: Path):
     """memory/ at `ref`, imported as the package `memory_previous` (its imports are relative)."""
-    tar = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", ref, "memory"],
-        capture_output=True, check=True,
-    ).stdout  # fmt: skip
-    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
-        archive.extractall(into, filter="data")
+    if git_tree(ref, into, "memory") is None:
+        raise RuntimeError(f"memory/ at {ref} is not in this checkout (a shallow clone?)")
     (into / "memory").rename(into / "memory_previous")
     sys.path.insert(0, str(into))
     return importlib.import_module("memory_previous.postgres").PostgresStore

@@ -136,22 +136,6 @@ async def serve(store_dir: Path, ids: list[str], seed: int) -> None:
 # ---- the driver -----------------------------------------------------------------------------
 
 
-def previous_tree(into: Path, ref: str = PREVIOUS) -> Path | None:
-    """The files at `ref` (memory/, assistant/, personas/, bench/) extracted into `into`;
-    None when this checkout does not have it (a shallow clone)."""
-    try:
-        tar = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", ref],
-            check=True,
-            capture_output=True,
-        ).stdout
-        into.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return into
-
-
 async def build_store(where: Path, n_messages: int, seed: int) -> list[str]:
     """The corpus with every message's vector (each distinct text embedded once), once."""
     ids_file = where / "ids.json"
@@ -309,13 +293,15 @@ async def measure(n_messages: int, turns: int, contexts: int, store_dir: Path | 
                   out_dir: Path, quick: bool, seed: int = 42, previous: str = PREVIOUS,
                   previous_env: dict[str, str] | None = None, this: str | None = None,
                   name: str = NAME, work_dir: Path | None = None) -> None:  # fmt: skip
+    from bench.harness import git_tree
+
     with tempfile.TemporaryDirectory(prefix="mnemo-turn-million-", dir=work_dir) as scratch:
         where = store_dir or Path(scratch)
         where.mkdir(parents=True, exist_ok=True)
         ids = await build_store(where, n_messages, seed)
         ids_file = where / "ids.json"
-        old_root = previous_tree(Path(scratch) / "previous", previous)
-        this_root = ROOT if this is None else previous_tree(Path(scratch) / "this", this)
+        old_root = git_tree(previous, Path(scratch) / "previous")
+        this_root = ROOT if this is None else git_tree(this, Path(scratch) / "this")
         label = "main" if previous == PREVIOUS else previous
         roots = [(label, old_root, previous_env), (this or "this", this_root, None)]
         if old_root is None:
