@@ -74,6 +74,28 @@ async def test_a_question_goes_ahead_of_background_work_between_its_chunks():
     assert (await background).shape == (10, 512)
 
 
+async def test_a_question_of_two_texts_is_urgent_and_batched_with_the_others():
+    """Under USE a question is the message and its content words (memory/vectors.embed_query):
+    it goes ahead of background work too, in one batch with the questions waiting beside it,
+    and each caller gets its own vectors back."""
+    model = GatedModel()
+    worker = EmbedThread(model.encode, chunk=4)
+    blocker = asyncio.ensure_future(worker.embed(["x"]))
+    await until(model.entered)
+    background = asyncio.ensure_future(worker.embed([f"reply {i}" for i in range(10)]))
+    await asyncio.sleep(0.05)
+    pair = asyncio.ensure_future(worker.embed(["where do I work now?", "work now"]))
+    single = asyncio.ensure_future(worker.embed(["hello there"]))
+    await asyncio.sleep(0.05)
+    model.gate.set()
+    await asyncio.gather(blocker, pair, single, background)
+    assert model.calls[1] == ["where do I work now?", "work now", "hello there"]
+    assert [len(c) for c in model.calls] == [1, 3, 4, 4, 2]
+    assert [float(v[0]) for v in await pair] == [20.0, 8.0]
+    assert [float(v[0]) for v in await single] == [11.0]
+    assert (await background).shape == (10, 512)
+
+
 async def test_a_failed_encoding_reaches_its_caller_and_the_thread_goes_on():
     calls = []
 
