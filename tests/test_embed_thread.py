@@ -57,13 +57,20 @@ async def test_questions_asked_together_are_encoded_as_one_batch():
     assert (await use.embed([])).shape == (0, 512)
 
 
-async def test_a_question_goes_ahead_of_background_work_between_its_chunks():
+async def busy_with_background():
+    """A thread encoding a first text (held by the gate), with a 10-text background job queued
+    behind it in chunks of 4: (model, worker, the first call, the background call)."""
     model = GatedModel()
     worker = EmbedThread(model.encode, chunk=4)
     blocker = asyncio.ensure_future(worker.embed(["x"]))
     await until(model.entered)
     background = asyncio.ensure_future(worker.embed([f"reply {i}" for i in range(10)]))
     await asyncio.sleep(0.05)
+    return model, worker, blocker, background
+
+
+async def test_a_question_goes_ahead_of_background_work_between_its_chunks():
+    model, worker, blocker, background = await busy_with_background()
     question = asyncio.ensure_future(worker.embed(["the question"]))
     await asyncio.sleep(0.05)
     model.gate.set()
@@ -78,12 +85,7 @@ async def test_a_question_of_two_texts_is_urgent_and_batched_with_the_others():
     """Under USE a question is the message and its content words (memory/vectors.embed_query):
     it goes ahead of background work too, in one batch with the questions waiting beside it,
     and each caller gets its own vectors back."""
-    model = GatedModel()
-    worker = EmbedThread(model.encode, chunk=4)
-    blocker = asyncio.ensure_future(worker.embed(["x"]))
-    await until(model.entered)
-    background = asyncio.ensure_future(worker.embed([f"reply {i}" for i in range(10)]))
-    await asyncio.sleep(0.05)
+    model, worker, blocker, background = await busy_with_background()
     pair = asyncio.ensure_future(worker.embed(["where do I work now?", "work now"]))
     single = asyncio.ensure_future(worker.embed(["hello there"]))
     await asyncio.sleep(0.05)
