@@ -36,7 +36,7 @@ import numpy as np
 
 from memory.vectors import Embedder
 
-from .embed_thread import EmbedThread
+from .embed_thread import URGENT_TEXTS, EmbedThread
 from .errors import AssistantError
 
 __all__ = [
@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 WORDLLAMA_MODEL = "l2_supercat"
 WORDLLAMA_DIMS = 256
 USE_DIMS = 512
-RECENT_TEXTS = 16  # single texts whose USE vectors are kept (a message: query, then saved)
+RECENT_TEXTS = 16  # question texts whose USE vectors are kept (a preview, then the send)
 GEMINI_EMBED_MODEL = "gemini-embedding-001"
 GEMINI_DIMS = 256
 GEMINI_BATCH = 100  # texts per batchEmbedContents request (the API's limit)
@@ -196,27 +196,39 @@ class UseEmbedder:
             while len(self._recent) > RECENT_TEXTS:
                 self._recent.popitem(last=False)
 
+    def _kept(self, texts: Sequence[str]) -> np.ndarray | None:
+        """A question's vectors (a call of up to URGENT_TEXTS texts: the message and its
+        content words) when every one is kept, as copies: the kept ones stay intact."""
+        if len(texts) > URGENT_TEXTS:
+            return None
+        vectors = [self._cached(text) for text in texts]
+        if any(v is None for v in vectors):
+            return None
+        return np.stack(vectors)
+
+    def _keep(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        if len(texts) <= URGENT_TEXTS:  # a background batch would push the questions out
+            for text, vector in zip(texts, vectors, strict=True):
+                self._remember(text, vector.copy())
+
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
         """One vector per text, in the calling thread."""
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        if len(texts) == 1:
-            vector = self._cached(texts[0])
-            if vector is None:
-                vector = self._encode([texts[0]])[0]
-                self._remember(texts[0], vector)
-            return vector[None, :].copy()  # a copy: the kept one stays intact
-        return self._encode(list(texts))
+        if (vectors := self._kept(texts)) is not None:
+            return vectors
+        vectors = self._encode(list(texts))
+        self._keep(texts, vectors)
+        return vectors
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         # ~3 ms of CPU a message: on the event loop it would stall every other request.
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        if len(texts) == 1 and (vector := self._cached(texts[0])) is not None:
-            return vector[None, :].copy()
+        if (vectors := self._kept(texts)) is not None:
+            return vectors
         vectors = await self._thread.embed(texts)
-        if len(texts) == 1:
-            self._remember(texts[0], vectors[0].copy())
+        self._keep(texts, vectors)
         return vectors
 
 

@@ -126,3 +126,19 @@ async def test_a_caller_that_went_away_is_skipped():
     model.gate.set()
     await asyncio.gather(blocker, kept)
     assert ["never needed"] not in model.calls and ["never needed", "needed"] not in model.calls
+
+
+async def test_a_question_of_two_texts_asked_again_is_not_encoded_again():
+    """A preview, then the message sent: the message and its content words are kept like a
+    single text (a background batch is not kept: it would push the questions out)."""
+    model = GatedModel()
+    model.gate.set()
+    use = UseEmbedder(model)
+    first = await use.embed(["where do I work now?", "work now"])
+    again = await use.embed(["where do I work now?", "work now"])
+    assert np.array_equal(first, again) and model.calls == [["where do I work now?", "work now"]]
+    assert np.array_equal(use.embed_now(["where do I work now?", "work now"]), first)
+    batch = [f"reply {i}" for i in range(5)]
+    await use.embed(batch)
+    await use.embed(batch)
+    assert len(model.calls) == 3
