@@ -190,6 +190,8 @@ class ChatService:
         check_message(text)
         admission = await self._admit(owner)
         try:
+            # The question's embedding (the longest wait before the model) runs meanwhile.
+            await self.store.expect(owner, conv_id, text)
             persona, degraded = await self._persona_of(owner, conv_id, persona_id)
             context = await self.store.context(owner, conv_id, query=text)
             saved = await self.store.append(owner, conv_id, "user", text)
@@ -207,6 +209,19 @@ class ChatService:
         finally:
             if not admission.handed_off:
                 admission.release()
+
+    async def expect(self, owner: str, conv_id: str, text: str) -> None:
+        """Start embedding `text` before send() is called, while the caller reads what it must
+        first (the conversation's persona): only a message that send() will answer with no
+        check left to pass. With a quota, send() starts it once the message is admitted, so
+        a refused message costs no embedding."""
+        if self.quota_per_hour is not None or is_reset_command(text):
+            return
+        try:
+            check_message(text)
+        except InvalidMessage:
+            return  # send() refuses it
+        await self.store.expect(owner, conv_id, text)
 
     async def retry(self, owner: str, conv_id: str) -> AsyncIterator[ChatEvent]:
         """Regenerate the reply to the last user message (the previous reply is dropped)."""

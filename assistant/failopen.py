@@ -290,6 +290,12 @@ class FailOpenStore:
             return rule.while_degraded(result)
         return result
 
+    async def expect(self, owner: str, conv_id: str, query: str) -> None:
+        """The store's head start on a question's embedding, when the store is open. It reads
+        and writes nothing, so it never fails and leaves `degraded` as it is."""
+        if self._store is not None and not is_unsaved(conv_id):
+            await self._store.expect(owner, conv_id, query)
+
     async def close(self) -> None:
         if self._store is not None:
             await self._store.close()

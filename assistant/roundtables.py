@@ -61,6 +61,7 @@ class RoundtableOps:
     async def _send(
         self, owner: str, conv_id: str, text: str, language: str | None
     ) -> AsyncIterator[Any]:
+        await self.service.expect(owner, conv_id, text)  # embedding while the lookup runs
         persona_id = await self._persona_id(owner, conv_id)
         roundtable_id = roundtable_id_of(persona_id)
         if roundtable_id is None:

@@ -9,13 +9,14 @@ older turn instead of the hits' neighbours (fewer rows, and no second trip). Eve
 after the rows is memory/context.py's pure assembly.
 
 The question is embedded while that statement runs (the embedder works in a thread of its
-own, the statement on the reader's), not before it: on a turn's path the two overlap. Its
-vector is kept for the message's append (VectorFiller.keep_fresh): embedded once.
+own, the statement on the reader's), not before it: on a turn's path the two overlap. A chat
+turn starts it earlier still, as soon as the message is known (the store's expect(), then
+VectorFiller.ask), so it also overlaps the turn's other reads. Its vector is kept for the
+message's append (VectorFiller.keep_fresh): embedded once.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from . import sql
@@ -26,7 +27,7 @@ from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query
 from .records import ContextWindow
 from .validation import MAX_MESSAGE_CHARS
 from .vector_fill import VectorFiller
-from .vectors import NO_QUERY_VECTOR, embed_query
+from .vectors import NO_QUERY_VECTOR
 
 
 async def read_context(
@@ -44,7 +45,7 @@ async def read_context(
     embedding = None
     if query and policy.recall_k:
         terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
-        embedding = asyncio.ensure_future(embed_query(embedder, query))
+        embedding = vectors.ask(conv_id, query)  # started by expect(), or now
     params: dict[str, object] = {
         "conv": conv_id,
         "owner": owner,

@@ -417,6 +417,13 @@ class ConversationStore(ReplyStore, TokenStore, SteeringVerbs):
 
     # -- context and search -------------------------------------------------------------
 
+    async def expect(self, owner: str, conv_id: str, query: str) -> None:
+        """Start embedding `query`, the coming message of `conv_id`, for the context() that
+        recalls by it: a turn with other reads to make first lets the embedding run meanwhile.
+        Returns at once; nothing is read or written."""
+        if query and self.policy.recall_k:
+            self._vectors.expect(conv_id, query)
+
     async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
         """What the model should see: latest summary + the newest turns under the budget.
 

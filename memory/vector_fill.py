@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .vectors import Embedder, embed_packed
+from .vectors import Embedder, QueryVector, embed_packed, embed_query
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ CLOSE_S = 5.0  # on close, how long queued vectors may take to be written
 # appends, many conversations at once) queue up and go in one embedder call and one write.
 LINGER_S = 0.05
 FRESH = 64  # new messages' vectors kept between context() and append()
+ASKED = 64  # questions embedded ahead of their context() (expect), at most
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class VectorFiller:
         self._backfill_batch = backfill_batch
         self._queue: OrderedDict[int, Pending] = OrderedDict()  # by turn id: the latest text
         self._fresh: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._asked: OrderedDict[tuple[str, str], asyncio.Future[QueryVector]] = OrderedDict()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -120,6 +122,23 @@ class VectorFiller:
         self.written = 0  # vectors written since open (the backfill's included)
 
     # -- the turn's path ----------------------------------------------------------------
+
+    def expect(self, conv_id: str, query: str) -> None:
+        """Start embedding the question `query` now, for the context() of `conv_id` that will
+        ask for it (`ask`), so the embedding runs while the turn does its other reads. At most
+        ASKED wait: the oldest of a question that never came is cancelled."""
+        key = (conv_id, query)
+        if self.embedder is None or self._closed or key in self._asked:
+            return
+        self._asked[key] = asyncio.ensure_future(embed_query(self.embedder, query))
+        while len(self._asked) > ASKED:
+            self._asked.popitem(last=False)[1].cancel()
+
+    def ask(self, conv_id: str, query: str) -> asyncio.Future[QueryVector]:
+        """The question's vectors for context(): the embedding expect() started (taken, once),
+        else one started now. The caller owns the future (it may cancel it)."""
+        started = self._asked.pop((conv_id, query), None)
+        return started or asyncio.ensure_future(embed_query(self.embedder, query))
 
     def keep_fresh(self, conv_id: str, text: str, vector: bytes | None) -> None:
         """Remember the vector context() made of the new message, for its append. Only when

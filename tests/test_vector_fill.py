@@ -103,6 +103,26 @@ async def test_the_new_message_is_embedded_once_while_the_context_is_read(
     assert embedder.texts == [text, "took ferry Bergen Saturday"] and embedder.calls == 1
 
 
+async def test_an_expected_question_is_embedded_at_once_and_once_for_its_conversation(
+    memory_backend, wordllama
+):
+    # A chat turn calls expect() as soon as it knows the message (tests/test_question_head_start
+    # .py): the embedding runs before the context is asked for, and the context waits for it.
+    embedder = Recording(wordllama, gate=asyncio.Event())
+    store = await memory_backend.open(embedder=embedder)
+    mine, other = [(await store.create_conversation("ana")).id for _ in range(2)]
+    text = "I took the ferry to Bergen on Saturday."
+    await store.expect("ana", mine, text)
+    await store.expect("ana", mine, text)  # again: still the one embedding
+    await embedder.called(1)  # started, with no context() asked for yet
+    embedder.gate.set()
+    await store.context("ana", other, query=text)  # another conversation's makes its own
+    await store.context("ana", mine, query=text)
+    turn = await store.append("ana", mine, "user", text)
+    assert embedder.calls == 2
+    assert vector_of(store, turn.id) == [("recording-256",)]  # the expected one, with the append
+
+
 async def test_a_question_is_recalled_by_its_mean_with_its_content_words_and_stored_as_itself(
     memory_backend, wordllama, monkeypatch
 ):

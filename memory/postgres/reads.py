@@ -6,8 +6,6 @@ A mixin of `PostgresStore` (store.py), which provides `_read`, `_clock`, `policy
 
 from __future__ import annotations
 
-import asyncio
-
 from ..context import assemble_context, missing_candidates, semantic_scores
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from ..recall import (
@@ -21,7 +19,7 @@ from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
 from ..sql import KIND_CONVERSATION, KIND_PINNED, KIND_VECTOR, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
 from ..vector_fill import VectorFiller
-from ..vectors import NO_QUERY_VECTOR, embed_query
+from ..vectors import NO_QUERY_VECTOR
 from . import sql
 from .text import cjk_patterns, word_query
 
@@ -93,6 +91,13 @@ class Reads:
             turn_from_row(r[2:]) for r in sorted(rows, key=lambda r: r[2] or 0) if r[2] is not None
         ]
 
+    async def expect(self, owner: str, conv_id: str, query: str) -> None:
+        """Start embedding `query`, the coming message of `conv_id`, for the context() that
+        recalls by it: a turn with other reads to make first lets the embedding run meanwhile.
+        Returns at once; nothing is read or written."""
+        if query and self.policy.recall_k:
+            self._vectors.expect(conv_id, query)
+
     async def context(self, owner: str, conv_id: str, query: str | None = None) -> ContextWindow:
         """What the model should see: latest summary + the newest turns under the budget.
 
@@ -106,7 +111,7 @@ class Reads:
         if query and policy.recall_k:
             terms = query_terms(query[:MAX_MESSAGE_CHARS])[:MAX_RECALL_TERMS]
             # Embedded while the statement runs, kept for the append (memory/reading.py).
-            embedding = asyncio.ensure_future(embed_query(self.embedder, query))
+            embedding = self._vectors.ask(conv_id, query)  # started by expect(), or now
         params: dict[str, object] = {
             "conv": conv_id,
             "owner": owner,
