@@ -93,6 +93,9 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             persona=pane.persona,
             badge=header.badge,
             reset=header.reset,
+            reset_yes=header.reset_yes,
+            delete_yes=side.confirm_yes,
+            search_results=side.search_results,
             inspector=inspector,
         )
         # On load, one step after another: who this is, their latest conversation, the memory

@@ -100,18 +100,24 @@ def test_too_long_input_stays_in_the_box_with_the_limit():
 
 
 def test_controls_lock_while_answering_and_unlock_after():
-    # The controls that would switch or change the conversation under a streaming reply.
-    expected = {"new_chat", "conversations", "search", "persona", "reset", "rename", "delete"}
+    # The controls that would switch or change the conversation under a streaming reply,
+    # the confirmations of Reset and Delete among them (a reset under a streaming reply left
+    # the reply without its question).
+    buttons = {"new_chat", "conversations", "search", "persona", "reset", "rename", "delete"}
+    buttons |= {"reset_yes", "delete_yes"}
+    marked = {"search_results", "chat"}  # by class: Retry / Undo and search hits (app.css)
     locked = chat_pane.lock_controls(False)
-    assert set(locked._fields) == expected
-    assert all(u["interactive"] is False for u in locked)
+    assert set(locked._fields) == buttons | marked
+    assert all(getattr(locked, name)["interactive"] is False for name in buttons)
+    assert all(getattr(locked, name)["elem_classes"] == ["turn-running"] for name in marked)
     assert all(isinstance(u, SKIP) for u in chat_pane.lock_controls(True))
     ready = chat_pane.input_ready()
     box = ready.chat_input
     assert box["submit_btn"] is True and box["stop_btn"] is False
-    assert set(ready._fields) == expected | {"chat_input", "busy"}
+    assert set(ready._fields) == buttons | marked | {"chat_input", "busy"}
     assert ready.busy is False
-    assert all(getattr(ready, name)["interactive"] is True for name in expected)
+    assert all(getattr(ready, name)["interactive"] is True for name in buttons)
+    assert all(getattr(ready, name)["elem_classes"] == [] for name in marked)
 
 
 async def test_nothing_pending_streams_nothing(rt, fake):

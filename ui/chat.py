@@ -79,7 +79,10 @@ def accept_message(text: str, chat: list[dict[str, Any]] | None, busy: bool = Fa
 
 class Locked(NamedTuple):
     """While a reply streams, the controls that would switch or change the conversation wait
-    (Stop first); otherwise the stream's updates would land in whatever is shown instead."""
+    (Stop first); otherwise the stream's updates would land in whatever is shown instead.
+    That includes a Reset or Delete question left open before the message was sent, the
+    search results, and Retry / Undo under the streaming reply (hidden by the chat's
+    `turn-running` class, ui/app.css)."""
 
     new_chat: Any
     conversations: Any
@@ -88,17 +91,30 @@ class Locked(NamedTuple):
     reset: Any
     rename: Any
     delete: Any
+    reset_yes: Any
+    delete_yes: Any
+    search_results: Any
+    chat: Any
 
 
 # After a reply: the send button is back, and the locked controls with it; the turn is over.
 Unlocked = extended(Locked, "Unlocked", chat_input=Any, busy=bool)
 
+RUNNING = "turn-running"  # the chat's and the search results' class while a turn runs
+
+
+def _locking(locked: bool) -> Locked:
+    buttons = gr.update(interactive=not locked)
+    marked = gr.update(elem_classes=[RUNNING] if locked else [])
+    return Locked._make(
+        marked if name in ("search_results", "chat") else buttons for name in Locked._fields
+    )
+
 
 def lock_controls(done: bool) -> Locked:
     """Disable sidebar and chat-header controls while a reply streams (unless nothing was
     sent)."""
-    update = gr.skip() if done else gr.update(interactive=False)
-    return Locked._make(update for _ in Locked._fields)
+    return skipped(Locked) if done else _locking(True)
 
 
 def ready() -> Any:
@@ -110,8 +126,7 @@ def ready() -> Any:
 def input_ready() -> Any:
     """After a reply (or a stop): the send button is back and the controls work again."""
     box = gr.update(submit_btn=True, stop_btn=False, interactive=True)
-    unlocked = (gr.update(interactive=True) for _ in Locked._fields)
-    return Unlocked(*unlocked, chat_input=box, busy=False)
+    return Unlocked(*_locking(False), chat_input=box, busy=False)
 
 
 def _streaming(conversation_id: str, chat: list[dict[str, Any]]) -> Any:

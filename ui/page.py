@@ -58,6 +58,9 @@ class Page:
     persona: gr.Dropdown  # chat: the persona of this conversation
     badge: gr.Markdown  # memory badge
     reset: gr.Button  # memory badge
+    reset_yes: gr.Button  # memory badge: "Forget it" under the Reset question
+    delete_yes: gr.Button  # sidebar: "Delete for good" under the Delete question
+    search_results: gr.Dataset  # sidebar
     inspector: gr.Markdown  # memory inspector
 
 
