@@ -34,6 +34,7 @@ from assistant.errors import (
     PersonaRefused,
     PersonaUnavailable,
     QuotaExceeded,
+    ReplyStreaming,
     RoundtableNotFound,
     RoundtableUnavailable,
     StorageError,
@@ -81,7 +82,10 @@ PROBLEMS: dict[str, ProblemType] = {
         429, "Quota reached", "More messages this hour than MNEMO_QUOTA_PER_HOUR allows."
     ),
     "refused": ProblemType(
-        409, "Not done", "A limit was reached, or there is nothing to retry or revert."
+        409,
+        "Not done",
+        "A limit was reached, there is nothing to retry or revert, or a reply is still "
+        "streaming into the conversation (reset and undo need it over first).",
     ),
     "model-refused": ProblemType(
         422, "The assistant could not answer", "The model's safety filters blocked the message."
@@ -120,6 +124,7 @@ ERRORS: list[tuple[type[UserError], str, Callable[[BaseException], dict[str, Any
     (InvalidMessage, "invalid-message", None),
     (QuotaExceeded, "quota-exceeded", None),
     (NothingToRetry, "refused", None),
+    (ReplyStreaming, "refused", None),
     (BlockedBySafety, "model-refused", None),
     (StorageError, "storage-unavailable", None),
     # A roundtable that is unknown or cannot be used is the user's to fix, not the model's.

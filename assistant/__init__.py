@@ -35,6 +35,7 @@ from .errors import (
     PersonaUnavailable,
     QuotaExceeded,
     RateLimited,
+    ReplyStreaming,
     StorageError,
     UserError,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "QuotaExceeded",
     "RateLimited",
     "ReplyStream",
+    "ReplyStreaming",
     "RoundtableDone",
     "RoundtableEvent",
     "Settings",

@@ -53,6 +53,7 @@ from .errors import (
     NotFound,
     PersonaRefused,
     PersonaUnavailable,
+    ReplyStreaming,
     ShuttingDown,
     StorageError,
     UserError,
@@ -338,14 +339,28 @@ class Conversations(ConversationEdits, MemoryControls, RoundtableOps, TokenOps):
             return await self._with_members(owner, conv_id, preview, draft, language)
 
     async def reset(self, owner: str, conv_id: str) -> ResetResult:
-        """Forget the conversation's messages and summaries; the conversation stays."""
+        """Forget the conversation's messages and summaries; the conversation stays.
+        ReplyStreaming while a reply streams into it."""
+        await self._not_streaming(owner, conv_id, "reset it")
         with user_errors("reset the memory"):
             return await self.service.reset(owner, conv_id)
 
     async def undo(self, owner: str, conv_id: str) -> list[Turn]:
-        """Drop the last user message and what followed; returns what went ([] if nothing)."""
+        """Drop the last user message and what followed; returns what went ([] if nothing).
+        ReplyStreaming while a reply streams into the conversation."""
+        await self._not_streaming(owner, conv_id, "undo")
         with user_errors("undo"):
             return await self.service.undo(owner, conv_id)
+
+    async def _not_streaming(self, owner: str, conv_id: str, then: str) -> None:
+        # A reply saved after its question was forgotten stood alone in the conversation (its
+        # first save appends it; only later ones find it gone).
+        if self.turn_lock(conv_id).locked():
+            await self.get(owner, conv_id)  # someone else's conversation: NotFound, as ever
+            raise ReplyStreaming(
+                f"A reply is still streaming into this conversation: stop it or let it "
+                f"finish, then {then}."
+            )
 
     # -- search --------------------------------------------------------------------------
 

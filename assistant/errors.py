@@ -162,6 +162,13 @@ class NothingToRetry(AssistantError):
     kind = "nothing_to_retry"
 
 
+class ReplyStreaming(UserError):
+    """Reset or undo was asked for while a reply streams into the conversation."""
+
+    kind = "reply_streaming"
+    title = "A reply is still coming"
+
+
 class ShuttingDown(AssistantError):
     """The server is stopping (SIGTERM): no new turn starts; replies in flight finish or are
     saved as incomplete."""

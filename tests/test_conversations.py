@@ -17,6 +17,7 @@ from assistant.errors import (
     NotFound,
     PersonaRefused,
     PersonaUnavailable,
+    ReplyStreaming,
     StorageError,
     UserError,
 )
@@ -420,3 +421,26 @@ async def test_persona_files_are_read_off_the_event_loop(conversations):
     await conversations.open(OWNER, conv.id)
     await conversations.search(OWNER, "anything")
     assert seen and loop_thread not in seen
+
+
+@pytest.mark.parametrize("verb", ["reset", "undo"])
+async def test_reset_and_undo_are_refused_while_a_reply_streams(conversations, fake, verb):
+    """Either one, while the reply streamed, forgot its question, and the reply's first save
+    then put it back alone: a conversation holding an answer to nothing."""
+    gate = threading.Event()
+    fake.reply("The ", "answer.", gate=gate)
+    conv = await conversations.create(OWNER)
+    stream = conversations.send(OWNER, conv.id, TAIPEI)
+    async for event in stream:
+        if isinstance(event, Delta):
+            break
+    with pytest.raises(ReplyStreaming, match="stop it or let it finish"):
+        await getattr(conversations, verb)(OWNER, conv.id)
+    with pytest.raises(NotFound):  # someone else's conversation is not theirs to learn of
+        await getattr(conversations, verb)(OTHER, conv.id)
+    gate.set()
+    await events_of(stream)
+    turns = (await conversations.open(OWNER, conv.id)).transcript.turns
+    assert [(t.role, t.content) for t in turns] == [("user", TAIPEI), ("assistant", "The answer.")]
+    await getattr(conversations, verb)(OWNER, conv.id)  # once it is over
+    assert len((await conversations.open(OWNER, conv.id)).transcript.turns) < 2

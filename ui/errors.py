@@ -83,6 +83,10 @@ ZH_TW: dict[str, tuple[str | None, str]] = {
     "safety": (None, "Gemini 的安全過濾器擋下了這則訊息或回覆。請換個說法再試。"),
     "empty_reply": (None, "模型沒有寫出任何內容就結束了。請重試，或換個說法。"),
     "nothing_to_retry": (None, "還沒有可以重新回答的訊息：請先送出一則。"),
+    "reply_streaming": (
+        "回覆還在進行中",
+        "這段對話的回覆還在進行中：請先按停止，或等它完成後再試。",
+    ),
     "shutting_down": (
         "Mnemo 正在重新啟動",
         "Mnemo 正在重新啟動，所以這則訊息沒有送出。請幾秒後重新載入頁面再送一次。",
