@@ -462,24 +462,21 @@ def metrics_from_row(row: tuple) -> MetricsRow:
     return MetricsRow(id=row[0], created_at=row[1], metrics=TurnMetrics(*row[2:]))
 
 
+# Turn's fields in TURN_COLUMNS order, and which of them SQLite holds as 0/1.
+_TURN_FIELDS = TURN_COLUMNS.replace(" ", "").split(",")
+_TURN_FLAGS = (5, 6, 10)  # is_summary, compacted, incomplete
+
+
 def turn_from_row(row: tuple) -> Turn:
-    return Turn(
-        id=row[0],
-        conversation_id=row[1],
-        role=row[2],
-        content=row[3],
-        created_at=row[4],
-        is_summary=bool(row[5]),
-        compacted=bool(row[6]),
-        covers_from_id=row[7],
-        covers_to_id=row[8],
-        covers_count=row[9],
-        incomplete=bool(row[10]),
-        speaker=row[11],
-        origin=row[12],
-        outcome=row[13],
-        outcome_note=row[14],
-    )
+    """The Turn of a row of TURN_COLUMNS. A context makes one for each of up to 300 older
+    turns: its fields go straight into the frozen dataclass's __dict__, without the
+    generated __init__'s fifteen frozen-attribute assignments (each an object.__setattr__)."""
+    turn = object.__new__(Turn)
+    values = turn.__dict__
+    values.update(zip(_TURN_FIELDS, row, strict=False))  # a row may go on past the turn's
+    for k in _TURN_FLAGS:
+        values[_TURN_FIELDS[k]] = bool(row[k])
+    return turn
 
 
 # -- API tokens (only their SHA-256 is stored) --------------------------------------------

@@ -367,3 +367,32 @@ async def test_the_rows_real_sqlite_returns_assemble_to_what_the_store_returns(t
     for rows in (whole, hits):
         assert assemble_context(rows, SMALL, terms, query=question, now=expected.now) == expected
     assert assemble_context(plain, SMALL).recalled == []
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        (7, "c", "user", "hi", 1.5, 0, 1, None, None, None, 1, None, "tool", "failed", "why"),
+        (8, "c", "summary", "s", 2.5, 1, 0, 1, 6, 6, 0, "finance", "edited", None, None),
+        # A row that goes on past the turn's columns (PostgreSQL's transcript page).
+        (9, "c", "assistant", "x", 3.5, 0, 0, None, None, None, 0, None, None, None, None, 42),
+    ],
+)
+def test_a_turn_row_becomes_the_turn_its_constructor_makes(row):
+    import dataclasses
+
+    from memory.sql import turn_from_row
+
+    made = turn_from_row(row)
+    flags = {"is_summary", "compacted", "incomplete"}
+    expected = Turn(
+        **{
+            f.name: bool(v) if f.name in flags else v
+            for f, v in zip(dataclasses.fields(Turn), row, strict=False)
+        }
+    )
+    assert made == expected and vars(made) == vars(expected) and hash(made) == hash(expected)
+    assert all(type(getattr(made, f)) is bool for f in flags)
+    assert dataclasses.replace(made, content="y").content == "y"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.content = "changed"  # type: ignore[misc]
