@@ -203,6 +203,11 @@ class Meaning(Mapping[int, float]):
         if query is not None:
             self._scores = dict(zip(self._ids, (self._matrix @ q).tolist(), strict=True))
 
+    @property
+    def ids(self) -> list[int]:
+        """Every turn with a vector (oldest first), a cosine with the query or not."""
+        return self._ids
+
     def __getitem__(self, tid: int) -> float:
         return self._scores[tid]
 
@@ -216,17 +221,23 @@ class Meaning(Mapping[int, float]):
         """The first `n` of `ranked` that do not repeat an earlier one (centred cosine at
         least `ceiling`): the same message said twice is one hit."""
         out: list[int] = []
-        taken: list[np.ndarray] = []
+        dims = self._matrix.shape[1]
+        # The vectors of those taken, as the rows of one matrix: one product per candidate.
+        taken = np.empty((min(n, len(ranked)), dims), dtype=np.float32)
+        count = 0
         for tid in ranked:
             if len(out) >= n:
                 break
-            k = self._row.get(tid)
-            v = self._matrix[k] if k is not None and self._matrix.shape[1] else None
-            if v is not None and any(float(t @ v) >= ceiling for t in taken):
+            k = self._row.get(tid) if dims else None
+            if k is None:
+                out.append(tid)
+                continue
+            v = self._matrix[k]
+            if count and float(np.max(taken[:count] @ v)) >= ceiling:
                 continue
             out.append(tid)
-            if v is not None:
-                taken.append(v)
+            taken[count] = v
+            count += 1
         return out
 
     def later_like(self, tid: int, floor: float, ceiling: float) -> int | None:

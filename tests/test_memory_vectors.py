@@ -118,3 +118,26 @@ def test_a_vector_of_another_size_changes_nothing_for_the_others():
     mixed = centred_cosines(q, [*blobs[:3], pack(np.ones(768)), *blobs[3:]])
     assert mixed[3] == 0.0
     assert np.allclose(np.delete(mixed, 3), alone)
+
+
+def test_distinct_keeps_the_first_n_that_repeat_no_earlier_one():
+    # Against the definition, one pair at a time: a candidate is skipped when its centred
+    # cosine with any one already kept reaches the ceiling; turns without a vector are kept.
+    rng = np.random.default_rng(11)
+    base = rng.normal(size=(12, 64))
+    vectors = [base[k % 12] + 0.4 * rng.normal(size=64) for k in range(60)]  # twins of 12
+    ids = list(range(1, 61))
+    meaning = Meaning(ids, pack(rng.normal(size=64)), [pack(v) for v in vectors])
+    matrix = {t: meaning._matrix[meaning._row[t]] for t in ids}
+    for _ in range(40):
+        ranked = [int(t) for t in rng.permutation([*ids, 500, 501])]  # 500, 501: no vector
+        n, ceiling = int(rng.integers(1, 25)), float(rng.uniform(0.3, 0.9))
+        kept: list[int] = []
+        for tid in ranked:
+            if len(kept) == n:
+                break
+            v = matrix.get(tid)
+            if v is None or all(float(matrix[k] @ v) < ceiling for k in kept if k in matrix):
+                kept.append(tid)
+        assert meaning.distinct(ranked, n, ceiling) == kept
+    assert meaning.distinct([], 3, 0.5) == [] and meaning.distinct(ids, 0, 0.5) == []
