@@ -12,7 +12,7 @@ older turns annotated with the date they meant (memory/timeref.py), at render ti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
@@ -157,16 +157,17 @@ def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
         if kind == KIND_VECTOR:
             out.vectors[r[1]] = r[4]
         elif kind in (KIND_HIT, KIND_NEXT, KIND_PREV, KIND_OLDER):
-            turn = turn_from_row(tuple(r[_TURN]))
-            out.turns.setdefault(turn.id, turn)
+            tid = r[1]
+            if tid not in out.turns:  # a hit is also an older turn, or another's neighbour
+                out.turns[tid] = turn_from_row(r[_TURN])
             if kind == KIND_HIT and r[-2] is not None:
-                out.ranks[turn.id] = r[-2]
+                out.ranks[tid] = r[-2]
             elif kind == KIND_NEXT:
-                out.next_of[r[-1]], out.prev_of[turn.id] = turn.id, r[-1]
+                out.next_of[r[-1]], out.prev_of[tid] = tid, r[-1]
             elif kind == KIND_PREV:
-                out.prev_of[r[-1]], out.next_of[turn.id] = turn.id, r[-1]
+                out.prev_of[r[-1]], out.next_of[tid] = tid, r[-1]
             elif kind == KIND_OLDER:
-                out.older.append(turn.id)
+                out.older.append(tid)
     out.older.sort()
     return out
 
@@ -212,15 +213,19 @@ def as_fetched(
 
 
 def keyword_scores(
-    ranks: Mapping[int, float], turns: Mapping[int, Turn], terms: Sequence[str], count: int
+    ranks: Mapping[int, float],
+    turns: Mapping[int, Turn],
+    terms: Sequence[str],
+    count: int,
+    find: Callable[[str], tuple[str, ...]] | None = None,
 ) -> dict[int, float]:
     """Each keyword hit's score in [0, 1]: its BM25 rank normalised to the best hit's, times
     the share of the query's information it matches (packing.keyword_coverage) among the
-    `count` turns of the conversation."""
+    `count` turns of the conversation. `find`: the term matcher for `terms`, if one is made."""
     keyword = normalise_bm25(ranks)
     if not keyword:
         return keyword
-    find = term_matcher(list(terms))
+    find = find or term_matcher(list(terms))
     matched = {t: find(turns[t].content) for t in keyword if t in turns}
     coverage = keyword_coverage(matched, list(terms), count)
     return {t: s * coverage.get(t, 0.0) for t, s in keyword.items()}
@@ -242,6 +247,10 @@ def missing_candidates(
     fetches them (memory/sql.py RECALL_TURNS) before assembling."""
     rows = list(rows)
     have = {r[1] for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV, KIND_OLDER)}
+    # Every turn recall could ask for has a vector: when the rows hold them all (every older
+    # turn of a small conversation), nothing is missing and the ranking below is not needed.
+    if have.issuperset(semantic.ids if isinstance(semantic, Meaning) else semantic):
+        return []
     weights = policy.recall_weights
     floor = weights.min_semantic
     best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
@@ -389,7 +398,9 @@ def recall_turns(
     fused, each hit with the turns that make it understandable (memory/packing.py)."""
     if found.older:
         found = as_fetched(found, semantic, policy)
-    keyword = keyword_scores(found.ranks, found.turns, terms, turns)
+    # One matcher for the whole context: a keyword hit it packs was matched here already.
+    find = term_matcher(list(terms))
+    keyword = keyword_scores(found.ranks, found.turns, terms, turns, find)
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
     weights = policy.recall_weights
     scores = fuse(keyword, meaning, found.prev_of, weights)
@@ -416,4 +427,5 @@ def recall_turns(
         weights=policy.recall_weights,
         max_hits=policy.recall_k,
         twins=len(semantic) > 0,
+        find=find,
     )

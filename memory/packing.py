@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .recall import term_matcher, term_pattern
+from .recall import term_matcher, terms_pattern
 from .records import RecalledTurn, Turn
 
 # Characters a recalled turn costs beyond its text once rendered ("User: ", newline).
@@ -174,7 +174,7 @@ def clip_around(text: str, terms: Sequence[str], limit: int) -> str:
     (whole, when it fits), else its start and end."""
     if len(text) <= limit:
         return text
-    pattern = term_pattern(list(terms)) if terms else None
+    pattern = terms_pattern(tuple(terms)) if terms else None
     starts = [m.start() for m in pattern.finditer(text)] if pattern else []
     if not starts:
         head = (limit - 3) * 2 // 3
@@ -192,8 +192,13 @@ def clip_around(text: str, terms: Sequence[str], limit: int) -> str:
     return ("…" if lo > 0 else "") + body + ("…" if hi < len(text) else "")
 
 
-def _window(tid: int, conv: Conversation, own: float, prior: float) -> list[int]:
-    """The turns of the snippet around hit `tid`, in order."""
+def _window(
+    tid: int, conv: Conversation, own: float, prior: float, taken: Container[int] = ()
+) -> list[int]:
+    """The turns of the snippet around hit `tid`, in order, less those `taken` already (all
+    of them when `tid` is: then it is another snippet's context)."""
+    if tid in taken:
+        return []
     ids = [tid]
     prev = conv.prev_of.get(tid)
     if prior > own and prev is not None and prev not in conv.excluded:
@@ -204,10 +209,11 @@ def _window(tid: int, conv: Conversation, own: float, prior: float) -> list[int]
         nxt is not None
         and nxt not in conv.excluded
         and nxt in conv.turns
-        and (is_question(turn.content) or len(turn.content) < SHORT_TURN)
+        and nxt not in taken
+        and (len(turn.content) < SHORT_TURN or is_question(turn.content))
     ):
         ids.append(nxt)
-    return [i for i in ids if i in conv.turns]
+    return [i for i in ids if i in conv.turns and i not in taken]
 
 
 @dataclass
@@ -231,6 +237,7 @@ def pack(
     weights: RecallWeights = RecallWeights(),
     max_hits: int | None = None,
     twins: bool = False,
+    find: Callable[[str], tuple[str, ...]] | None = None,
 ) -> list[RecalledTurn]:
     """The recalled turns, oldest first: best snippets first until `budget` characters
     (rendered cost, see TURN_OVERHEAD) are spent; each turn clipped to `per_turn`.
@@ -240,12 +247,13 @@ def pack(
     repeats a chosen one is skipped, and for `diverse` (list questions) the next hit is
     picked by maximal marginal relevance; with `twins` as well (a list question that has a
     vector) a hit within RecallWeights.list_twin of a chosen one is skipped. `max_hits` bounds
-    the snippets (the budget usually ends them first).
+    the snippets (the budget usually ends them first). `find`: the term matcher for `terms`
+    (recall.term_matcher) when the caller has one already.
     """
     keyword = keyword or {}
     vectors = vectors or {}
     terms = list(terms)
-    find = term_matcher(terms)
+    find = find or term_matcher(terms)
     pool = {
         tid: s
         for tid, s in scores.items()
@@ -263,7 +271,7 @@ def pack(
         score = pool[tid]
         prior = weights.prior * keyword.get(conv.prev_of.get(tid, -1), 0.0)
         own = weights.keyword * keyword.get(tid, 0.0)
-        window = [i for i in _window(tid, conv, own, prior) if i not in chosen]
+        window = _window(tid, conv, own, prior, chosen)
         if tid not in window:  # already here as another snippet's context
             if score - prior > 0:  # a match in its own right, not only through the turn before
                 pick = chosen[tid]
@@ -372,9 +380,10 @@ def _fit(
     """The window's turns as prompt copies, dropping context turns (then clipping the hit
     harder) until they fit in `remaining`; {} when even the clipped hit does not fit."""
     copies = {i: _copy(conv.turns[i], terms, per_turn) for i in window}
+    size = {i: len(copy.content) + TURN_OVERHEAD for i, copy in copies.items()}
 
     def cost(ids: Sequence[int]) -> int:
-        return sum(len(copies[i].content) + TURN_OVERHEAD for i in ids) + RUN_OVERHEAD
+        return sum(size[i] for i in ids) + RUN_OVERHEAD
 
     ids = list(window)
     while len(ids) > 1 and cost(ids) > remaining:

@@ -38,6 +38,7 @@ from memory.sql import (
     KIND_PREV,
     KIND_RECENT,
     KIND_SUMMARY,
+    KIND_VECTOR,
 )
 
 SMALL = MemoryPolicy(
@@ -396,3 +397,29 @@ def test_a_turn_row_becomes_the_turn_its_constructor_makes(row):
     assert dataclasses.replace(made, content="y").content == "y"
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.content = "changed"  # type: ignore[misc]
+
+
+def test_turns_found_by_meaning_are_fetched_unless_the_rows_hold_every_older_turn():
+    import numpy as np
+
+    from memory.context import missing_candidates, semantic_scores
+    from memory.vectors import pack
+
+    rng = np.random.default_rng(2)
+    q = rng.normal(size=64)
+    older = [turn(i, ("user", "assistant")[i % 2], f"turn {i}") for i in range(1, 13)]
+    vectors = {i: pack(q + 0.3 * rng.normal(size=64)) for i in range(1, 13)}
+    vector_rows = [(KIND_VECTOR, i, None, None, v) + (None,) * 13 for i, v in vectors.items()]
+    rows = [conversation(20, 20), *recent(turn(13, "user", "now")), *vector_rows]
+    # A big conversation's rows: one keyword hit (and its next); the rest is missing.
+    big = [*rows, hit(older[0], -3.0), neighbour(older[1], 1)]
+    semantic = semantic_scores(big, pack(q))
+    missing = missing_candidates(big, semantic, SMALL)
+    assert missing and set(missing) <= set(range(3, 13))
+    assert missing[0] == max(range(3, 13), key=lambda i: semantic[i])  # best by meaning first
+    # A small one's rows hold every older turn: nothing to fetch.
+    small = [*rows, hit(older[0], -3.0), *[(KIND_OLDER, *t, None, None) for t in older]]
+    assert missing_candidates(small, semantic_scores(small, pack(q)), SMALL) == []
+    # One older turn's row absent: it is fetched again.
+    partial = [r for r in small if not (r[0] == KIND_OLDER and r[1] == missing[0])]
+    assert missing[0] in missing_candidates(partial, semantic_scores(partial, pack(q)), SMALL)
