@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -217,6 +217,23 @@ class Meaning(Mapping[int, float]):
     def __len__(self) -> int:
         return len(self._scores)
 
+    # The dict's own views and lookups: Mapping's mixins go through __getitem__ one key at a
+    # time, and recall walks these cosines several times per context.
+    def __contains__(self, tid: object) -> bool:
+        return tid in self._scores
+
+    def get(self, tid: int, default: float | None = None) -> float | None:  # type: ignore[override]
+        return self._scores.get(tid, default)
+
+    def keys(self) -> KeysView[int]:
+        return self._scores.keys()
+
+    def values(self) -> ValuesView[float]:
+        return self._scores.values()
+
+    def items(self) -> ItemsView[int, float]:
+        return self._scores.items()
+
     def distinct(self, ranked: Sequence[int], n: int, ceiling: float) -> list[int]:
         """The first `n` of `ranked` that do not repeat an earlier one (centred cosine at
         least `ceiling`): the same message said twice is one hit."""
@@ -233,7 +250,7 @@ class Meaning(Mapping[int, float]):
                 out.append(tid)
                 continue
             v = self._matrix[k]
-            if count and float(np.max(taken[:count] @ v)) >= ceiling:
+            if count and float((taken[:count] @ v).max()) >= ceiling:
                 continue
             out.append(tid)
             taken[count] = v
@@ -254,7 +271,7 @@ class Meaning(Mapping[int, float]):
             return None
         sims = self._matrix[k + 1 :] @ self._matrix[k]
         sims[sims >= ceiling] = -np.inf
-        best = int(np.argmax(sims))
+        best = int(sims.argmax())
         return self._ids[k + 1 + best] if sims[best] >= floor else None
 
 
