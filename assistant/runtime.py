@@ -40,6 +40,19 @@ BACKGROUND_S = 3.0  # on shutdown, after the replies: metrics and summaries may 
 CANCEL_S = 3.0  # on shutdown, a stopped reply's save of what had arrived
 
 
+def one_blas_thread() -> None:
+    """One BLAS thread for the whole process (threadpoolctl), as USE already takes for its
+    own calls. Recall's matrix products on the event loop (a question against every turn of a
+    600+ message conversation) ran on OpenBLAS's default of one thread per core, and on this
+    shared 2-core machine the second thread cost more than it saved: context assembly CPU
+    p50 10.5 -> 7.4 ms and p99 100-130 -> 14-17 ms over long_memory's conversations
+    (bench/results/turn_million.md, 2026-12-02)."""
+    import numpy  # noqa: F401 (its OpenBLAS must be loaded to be limited)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
+
+
 @dataclass(frozen=True)
 class Drained:
     """What a shutdown did with the replies that were streaming when it began."""
@@ -61,6 +74,7 @@ class Runtime:
         embedder: Embedder | str | None = "default",
         database_url: str | None = None,
     ) -> None:
+        one_blas_thread()
         self.data_dir: Path = config.data_dir(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # With a database URL, everything replicas share lives there: conversations, metrics

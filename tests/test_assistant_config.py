@@ -195,3 +195,16 @@ def test_compact_number(n, text):
 )
 def test_idle_text(minutes, text):
     assert idle_text(minutes) == text
+
+
+def test_the_runtime_runs_blas_on_one_thread(tmp_path):
+    # Recall's matrix products run on the event loop: a second BLAS thread on a shared
+    # 2-core machine cost more than it saved (assistant.runtime.one_blas_thread).
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from assistant.runtime import Runtime
+
+    with threadpool_limits(2, user_api="blas"):  # restored after
+        Runtime(tmp_path, model=GeminiModel("k", base_url="http://127.0.0.1:9"), embedder=None)
+        blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
+        assert blas and all(lib["num_threads"] == 1 for lib in blas)
