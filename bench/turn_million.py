@@ -46,7 +46,8 @@ PER_CONVERSATION = 100  # messages: a turn's user message makes 101, and a fold 
 def thread_cpu() -> dict[str, float]:
     """CPU seconds so far of each of this process's threads, by role (Linux's schedstat; {}
     elsewhere): the event loop, the writer's, reader's and checkpointer's SQLite threads,
-    and the executor's (the embedder, personas, the extractive summarizer)."""
+    the executor's (personas, the extractive summarizer), USE's own (mnemo-use), and
+    "other" for threads not started by Python (OpenBLAS's workers)."""
     import glob
     import threading
 
@@ -79,6 +80,12 @@ async def serve(store_dir: Path, ids: list[str], seed: int) -> None:
     from memory import ConversationStore
     from personas import PersonaRegistry
 
+    try:  # what the app's Runtime does first; a side from before it has OpenBLAS's default
+        from assistant.runtime import one_blas_thread
+    except ImportError:
+        pass
+    else:
+        one_blas_thread()
     pool = message_pool(seed)
     store = await ConversationStore.open(store_dir, embedder=select_embedder())
     # Releases before vector_fill.py wrote every vector with its append: nothing to flush.
@@ -235,7 +242,8 @@ ROWS = (
     ("context with recall, wall", "context wall"),
     ("context with recall, CPU", "context cpu"),
 )
-THREADS = ("event loop", "executor", "reader", "writer", "checkpointer")
+# "mnemo-use": USE's embedding thread; "other": threads Python did not start (OpenBLAS's).
+THREADS = ("event loop", "executor", "mnemo-use", "reader", "writer", "checkpointer", "other")
 
 
 def cell(values: list[float]) -> str:
