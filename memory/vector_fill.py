@@ -266,10 +266,14 @@ class VectorFiller:
         try:
             batch = await self._rows.missing(model, after, upto, self._backfill_batch)
             if not batch:
-                self._backfill = None
                 self._progress.done(model)
                 if not self._lost:
-                    await self._rows.mark(model, upto)
+                    self._idle.clear()  # flush() and aclose() wait for the mark's write
+                    try:
+                        await self._rows.mark(model, upto)
+                    finally:
+                        self._idle.set()
+                self._backfill = None
                 return []
         except Exception:
             log.warning("vectors: backfill stopped (the next open resumes it)", exc_info=True)

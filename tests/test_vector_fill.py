@@ -14,7 +14,7 @@ from memory_backends import rows, vector_rows
 from assistant.embedding import WordLlamaEmbedder
 from memory import context, reading
 from memory.postgres import reads as postgres_reads
-from memory.vector_fill import VectorFiller
+from memory.vector_fill import Pending, VectorFiller
 from memory.vectors import pack, unpack
 
 WAIT_S = 10.0  # a bound on waiting for the other side, never a measurement
@@ -280,6 +280,38 @@ async def test_a_complete_pass_is_not_repeated(memory_backend, wordllama):
     store = await memory_backend.open(embedder=other)
     await store.flush_vectors()
     assert len(other.texts) == 6  # another model's mark means nothing for this one
+
+
+async def test_a_close_right_after_the_backfill_keeps_its_mark(wordllama):
+    # The pass's last step writes its mark: flush() returned and close() cancelled it while
+    # that write was still under way, so the next open embedded every turn again.
+    marks: list = []
+
+    class Rows:
+        async def newest(self):
+            return 2
+
+        async def done_upto(self, model):
+            return 0
+
+        async def missing(self, model, after, upto, limit):
+            return [Pending("conv", i, f"text {i}") for i in range(after + 1, upto + 1)]
+
+        async def write(self, model, batch):
+            return len(batch)
+
+        async def mark(self, model, upto):
+            await asyncio.sleep(0.05)  # a round trip to the database
+            marks.append(upto)
+
+        async def lower_mark(self, below):
+            marks.append(("lowered before", below))
+
+    filler = VectorFiller(Recording(wordllama), Rows())
+    await filler.start_backfill()
+    await filler.flush()
+    await filler.aclose()
+    assert marks == [2]
 
 
 async def test_closing_drops_what_cannot_be_embedded_in_time(caplog, wordllama):
