@@ -355,7 +355,8 @@ class Conversations(ConversationEdits, MemoryControls, RoundtableOps, TokenOps):
     async def _not_streaming(self, owner: str, conv_id: str, then: str) -> None:
         # A reply saved after its question was forgotten stood alone in the conversation (its
         # first save appends it; only later ones find it gone).
-        if self.turn_lock(conv_id).locked():
+        lock = self._turn_locks.get(conv_id)  # not setdefault: any id may be asked for
+        if lock is not None and lock.locked():
             await self.get(owner, conv_id)  # someone else's conversation: NotFound, as ever
             raise ReplyStreaming(
                 f"A reply is still streaming into this conversation: stop it or let it "
