@@ -63,6 +63,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         )
         owner = gr.State("")
         conversation_id = gr.State(None)
+        shown_conversation = gr.Textbox(visible=False, elem_id="shown-conversation")
         # Clicked by LANG_HEAD's script when the language switch changes the page's language.
         lang_changed = gr.Button(visible="hidden", elem_id="lang-changed")
         lang = gr.Textbox(visible=False)  # filled by REPORT_LANG in the browser
@@ -81,6 +82,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
         page = Page(
             owner=owner,
             conversation_id=conversation_id,
+            shown_conversation=shown_conversation,
             conversations=side.conversations,
             title=side.title,
             retention=side.retention,
@@ -97,6 +99,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             delete_yes=side.confirm_yes,
             search_results=side.search_results,
             inspector=inspector,
+            busy=pane.busy,
         )
         # On load, one step after another: who this is, their latest conversation, the memory
         # panel, the persona and roundtable editors; then the message box opens (chat.ready).

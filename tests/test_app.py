@@ -23,7 +23,9 @@ OTHER = "b-other-bbbbbbbbbbbbbbbb"
 
 async def send(rt, owner, conversation_id, text, chat=None, persona_id=None):
     """What the browser does on Enter: accept, then stream; returns the last view."""
-    _box, chat, pending, _notice, _done, _busy = chat_pane.accept_message(text, chat or [])
+    _box, chat, pending, _notice, _done, _busy, _sending = chat_pane.accept_message(
+        text, chat or []
+    )
     return [
         page.ChatView(*update[:-1])
         async for update in chat_pane.stream_reply(
@@ -65,7 +67,7 @@ SKIP = type(gr.skip())
 
 
 def test_empty_input_does_nothing():
-    box, chat, pending, notice, done, busy = chat_pane.accept_message("   ", [])
+    box, chat, pending, notice, done, busy, _sending = chat_pane.accept_message("   ", [])
     assert pending == "" and done is True
     assert isinstance(box, SKIP) and isinstance(chat, SKIP) and isinstance(busy, SKIP)
     assert notice["visible"] is False
@@ -74,7 +76,7 @@ def test_empty_input_does_nothing():
 def test_a_message_sent_while_a_turn_runs_stays_in_the_box():
     # Enter pressed as a reply streams (or is finishing): Gradio would not start a second
     # reply beside the first, and the message, cleared from the box, was lost.
-    box, chat, pending, notice, done, busy = chat_pane.accept_message(
+    box, chat, pending, notice, done, busy, _sending = chat_pane.accept_message(
         "And another thing", [{"role": "user", "content": "First"}], True
     )
     assert pending == ""  # nothing for the reply step to send
@@ -86,14 +88,14 @@ def test_a_message_sent_while_a_turn_runs_stays_in_the_box():
     )
     # Once the turn's last step has run, the same message is taken.
     assert chat_pane.input_ready().busy is False
-    _box, chat, pending, _notice, _done, busy = chat_pane.accept_message(
+    _box, chat, pending, _notice, _done, busy, _sending = chat_pane.accept_message(
         "And another thing", [], False
     )
     assert pending == "And another thing" and busy is True
 
 
 def test_too_long_input_stays_in_the_box_with_the_limit():
-    box, chat, pending, notice, _done, _busy = chat_pane.accept_message("x" * 10_001, [])
+    box, chat, pending, notice, _done, _busy, _sending = chat_pane.accept_message("x" * 10_001, [])
     assert isinstance(box, SKIP) and isinstance(chat, SKIP) and pending == ""
     assert notice["visible"] is True
     assert "10,001" in notice["value"] and "10,000" in notice["value"]
@@ -128,7 +130,7 @@ async def test_nothing_pending_streams_nothing(rt, fake):
 
 
 def test_accepted_message_shows_at_once_and_clears_the_box():
-    box, chat, pending, notice, done, busy = chat_pane.accept_message(
+    box, chat, pending, notice, done, busy, _sending = chat_pane.accept_message(
         " Hello ", [{"role": "assistant", "content": "Hi"}]
     )
     assert done is False and busy is True and notice["visible"] is False
@@ -175,7 +177,9 @@ async def test_second_answer_is_given_the_first_exchange(rt, fake):
 async def test_stopped_reply_is_shown_as_saved(rt, fake):
     """Stop cancels the stream mid-way; the follow-up step re-reads the partial reply."""
     fake.reply("one ", "two ", "three ", "four", chunk_delay=0.2)
-    _box, chat, pending, _notice, done, _busy = chat_pane.accept_message("Count slowly", [])
+    _box, chat, pending, _notice, done, _busy, _sending = chat_pane.accept_message(
+        "Count slowly", []
+    )
     stream = chat_pane.stream_reply(rt, OWNER, None, pending, None, chat)
     conversation_id = None
     async for update in stream:
@@ -310,6 +314,15 @@ async def test_rename_needs_a_name(rt, fake):
     first = (await send(rt, OWNER, None, "Hello"))[-1]
     with pytest.raises(gr.Error, match="new name"):
         await sidebar.rename_conversation(rt, OWNER, first.conversation_id, "   ")
+
+
+async def test_new_chat_waits_while_a_message_is_being_answered(rt, fake):
+    """New chat clicked just after Enter, before the lock: the reply goes on in the
+    conversation shown, so the blank chat is not shown under it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gr.Info outside a running app
+        view = await sidebar.new_chat(rt, OWNER, "finance", busy=True)
+    assert list(view) == [gr.skip()] * len(view)  # nothing on screen changes
 
 
 async def test_new_chat_shows_the_persona_greeting_and_is_not_saved(rt, fake):
@@ -519,6 +532,8 @@ _PLAUSIBLE = {
     "chat": [],
     "done": False,
     "lang": "zh-TW",
+    "sending": chat_pane.Sending("c-some-conversation", []),
+    "busy": False,
 }
 
 

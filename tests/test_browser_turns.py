@@ -59,3 +59,51 @@ def test_nothing_left_open_reaches_the_conversation_while_a_reply_streams(contex
     expect(page.locator("#search-results")).not_to_have_class(RUNNING)
     expect(page.locator("#chat button[aria-label=Retry]").last).to_be_visible()
     expect(user_messages(page)).to_have_count(2)
+
+
+def type_message(page, text: str):
+    box = page.locator("#chat-input textarea")
+    box.press_sequentially(text)
+    return box
+
+
+def click_new_chat_now(page) -> None:
+    """Click New chat in this instant, without waiting for it to be enabled (as a quick hand
+    does before the lock arrives)."""
+    page.evaluate("document.querySelector('#new-chat').click()")
+
+
+# New chat clicked, then Enter pressed in the same instant: the new chat cannot have shown yet.
+NEW_CHAT_THEN_ENTER = """() => {
+  document.querySelector('#new-chat').click();
+  const box = document.querySelector('#chat-input textarea');
+  for (const type of ['keydown', 'keypress', 'keyup']) {
+    box.dispatchEvent(new KeyboardEvent(type, {key: 'Enter', code: 'Enter', keyCode: 13,
+                                               which: 13, bubbles: true, cancelable: true}));
+  }
+}"""
+
+
+@pytest.mark.parametrize("new_chat_first", [False, True], ids=["enter-then-new", "new-then-enter"])
+def test_a_message_goes_to_the_conversation_shown_when_enter_was_pressed(
+    context, server, fake, new_chat_first
+):
+    """New chat clicked just after Enter (before the lock), or just before it (before the new
+    chat showed): the reply step read the server's conversation id, which New chat had already
+    emptied, so the message was saved into a new conversation, not the one on screen."""
+    page = open_app(context, server)
+    send(page, "Zebras first", remembered=2)
+    box = type_message(page, "Then lions")
+    if new_chat_first:
+        page.evaluate(NEW_CHAT_THEN_ENTER)
+    else:
+        box.press("Enter")
+        click_new_chat_now(page)
+    turn_over(page)
+    expect(badge(page)).to_contain_text("Remembering 4 messages")
+    expect(user_messages(page)).to_have_count(2)
+    expect(user_messages(page).first).to_contain_text("Zebras first")
+    expect(user_messages(page).last).to_contain_text("Then lions")
+    expect(bot_messages(page).last).to_contain_text("earlier you said: Zebras first")
+    expect(page.locator("#conversations label")).to_have_count(1)
+    expect(page.locator("#conversations label:has(input:checked)")).to_contain_text("Zebras first")

@@ -38,7 +38,9 @@ OWNER = "b-owner-aaaaaaaaaaaaaaaa"
 
 async def send(rt, conversation_id, text, chat=None):
     """What the browser does on Enter: accept, then stream; returns the last view."""
-    _box, chat, pending, _notice, _done, _busy = chat_pane.accept_message(text, chat or [])
+    _box, chat, pending, _notice, _done, _busy, _sending = chat_pane.accept_message(
+        text, chat or []
+    )
     with warnings.catch_warnings():  # gr.Warning outside a running app: the toast
         warnings.simplefilter("ignore")
         updates = [

@@ -292,7 +292,9 @@ async def test_a_chat_in_chinese_from_greeting_to_a_model_error(rt, fake):
         assert view.persona["value"] == "assistant_zh_tw"
         assert view.chat[0]["content"].startswith("你好，我是小憶")
         fake.reply("好的。")
-        _box, chat, pending, _notice, _done, _busy = chat_pane.accept_message("你好", view.chat)
+        _box, chat, pending, _notice, _done, _busy, _sending = chat_pane.accept_message(
+            "你好", view.chat
+        )
         updates = [u async for u in chat_pane.stream_reply(rt, OWNER, None, pending, None, chat)]
         done = page.ChatView(*updates[-1][:-1])
         assert done.badge.startswith("🧠 記得 2 則訊息")
@@ -300,7 +302,9 @@ async def test_a_chat_in_chinese_from_greeting_to_a_model_error(rt, fake):
         assert "#### 最近的對話（2）" in done.inspector
         assert done.retention["choices"][0][0] == "保留到我刪除為止"
         fake.error(503, "Service Unavailable")
-        _box, chat, pending, _notice, _done, _busy = chat_pane.accept_message("再一次", done.chat)
+        _box, chat, pending, _notice, _done, _busy, _sending = chat_pane.accept_message(
+            "再一次", done.chat
+        )
         with pytest.warns(UserWarning) as toast:
             updates = [
                 u

@@ -42,6 +42,14 @@ TurnView = extended(ChatView, "TurnView", turn_done=bool)
 UndoneView = extended(ChatView, "UndoneView", chat_input=Any)
 
 
+class Sending(NamedTuple):
+    """Where a message goes, fixed when Enter is pressed: the conversation the page showed
+    ("" or None = a new chat) and the chat with the message under it."""
+
+    conversation_id: str | None
+    chat: list[dict[str, Any]]
+
+
 class Accepted(NamedTuple):
     """What the browser shows the moment a message is sent."""
 
@@ -51,30 +59,38 @@ class Accepted(NamedTuple):
     input_notice: Any
     turn_done: bool
     busy: Any  # True from here until the turn's last step (input_ready)
+    sending: Any  # a Sending for the next step (stream_sent)
 
 
-def accept_message(text: str, chat: list[dict[str, Any]] | None, busy: bool = False) -> Accepted:
+def accept_message(
+    text: str, chat: list[dict[str, Any]] | None, busy: bool = False, shown: str | None = None
+) -> Accepted:
     """Show the user's message at once (queue=False); the reply streams in the next step.
 
     Empty input does nothing; an over-long message stays in the box and the notice says how
     much to cut. While a turn is still running (`busy`: Enter pressed as a reply streams or
     finishes) the message stays in the box and the notice says to send it afterwards: Gradio
-    would not start a second reply beside the first, and the message was lost.
+    would not start a second reply beside the first, and the message was lost. `shown` is the
+    conversation beside `chat` in the browser: the message goes there (`sending`), whatever a
+    New chat clicked just before or after does to the server's `conversation_id` meanwhile.
     """
     text = (text or "").strip()
     if not text:
-        return Accepted(gr.skip(), gr.skip(), "", gr.update(visible=False), True, gr.skip())
+        return Accepted(
+            gr.skip(), gr.skip(), "", gr.update(visible=False), True, gr.skip(), gr.skip()
+        )
     if busy:
         notice = gr.update(value="⏳ " + tr("reply_still_coming"), visible=True)
-        return Accepted(gr.skip(), gr.skip(), "", notice, gr.skip(), gr.skip())
+        return Accepted(gr.skip(), gr.skip(), "", notice, gr.skip(), gr.skip(), gr.skip())
     try:
         Conversations.check_message(text)  # memory's check, and its wording
     except InvalidMessage as exc:
         notice = gr.update(value="⚠️ " + message_of(exc), visible=True)
-        return Accepted(gr.skip(), gr.skip(), "", notice, True, gr.skip())
+        return Accepted(gr.skip(), gr.skip(), "", notice, True, gr.skip(), gr.skip())
     chat = [*(chat or []), {"role": "user", "content": views.message_markdown(text)}]
     box = gr.update(value="", submit_btn=False, stop_btn=True)
-    return Accepted(box, chat, text, gr.update(visible=False), False, True)
+    sending = Sending(shown or None, chat)
+    return Accepted(box, chat, text, gr.update(visible=False), False, True, sending)
 
 
 class Locked(NamedTuple):
@@ -131,7 +147,12 @@ def input_ready() -> Any:
 
 def _streaming(conversation_id: str, chat: list[dict[str, Any]]) -> Any:
     """A TurnView while the reply streams: the chat only, the rest left as it is."""
-    return skipped(TurnView)._replace(conversation_id=conversation_id, chat=chat, turn_done=False)
+    return skipped(TurnView)._replace(
+        conversation_id=conversation_id,
+        shown_conversation=conversation_id,
+        chat=chat,
+        turn_done=False,
+    )
 
 
 async def _stream(
@@ -244,7 +265,10 @@ async def stream_reply(
                 choices=views.conversation_choices(conversations, avatars), value=conversation_id
             )
             yield skipped(TurnView)._replace(
-                conversation_id=conversation_id, conversations=listed, turn_done=False
+                conversation_id=conversation_id,
+                shown_conversation=conversation_id,
+                conversations=listed,
+                turn_done=False,
             )
     async for view in _stream(
         rt,
@@ -253,6 +277,17 @@ async def stream_reply(
         plain_chat(chat),
         facade.send(owner, conversation_id, text, language=current_language()),
         "send your message",
+    ):
+        yield view
+
+
+async def stream_sent(
+    rt: Runtime, owner: str, sending: Sending | None, text: str, persona_id: str | None
+) -> AsyncIterator[Any]:
+    """stream_reply into the conversation fixed when Enter was pressed (accept_message)."""
+    sending = sending or Sending(None, [])
+    async for view in stream_reply(
+        rt, owner, sending.conversation_id, text, persona_id, sending.chat
     ):
         yield view
 
@@ -348,11 +383,13 @@ class ChatPane:
     pending: gr.State  # the message being answered
     turn_done: gr.State  # False while a reply streams
     busy: gr.State  # True from a message's sending to its turn's last step
+    sending: gr.State  # where that message goes (a Sending)
 
 
 def render() -> ChatPane:
     """Build the chat pane (inside the chat tab)."""
     pending = gr.State("")
+    sending = gr.State(None)
     turn_done = gr.State(True)
     busy = gr.State(False)
     chat = gr.Chatbot(
@@ -387,7 +424,7 @@ def render() -> ChatPane:
             scale=1,
             elem_id="chat-input",
         )
-    return ChatPane(chat, input_notice, persona, chat_input, pending, turn_done, busy)
+    return ChatPane(chat, input_notice, persona, chat_input, pending, turn_done, busy, sending)
 
 
 def wire(rt: Runtime, page: Page, pane: ChatPane) -> None:
@@ -404,14 +441,14 @@ def wire(rt: Runtime, page: Page, pane: ChatPane) -> None:
     finish = partial(finish_turn, rt)
     sent = pane.chat_input.submit(
         accept_message,
-        [pane.chat_input, pane.chat, pane.busy],
+        [pane.chat_input, pane.chat, pane.busy, page.shown_conversation],
         outputs(Accepted, pane),
         queue=False,
         **QUIET,
     ).then(lock_controls, [pane.turn_done], locked, queue=False, **QUIET)
     reply = sent.then(
-        partial(stream_reply, rt),
-        [owner, conversation_id, pane.pending, pane.persona, pane.chat],
+        partial(stream_sent, rt),
+        [owner, pane.sending, pane.pending, pane.persona],
         turn,
         **QUIET,
     )

@@ -46,6 +46,10 @@ class Page:
 
     owner: gr.State
     conversation_id: gr.State
+    # The conversation the chat shows, as the browser has it (a hidden Textbox, not a State):
+    # a message goes where the page showed it when Enter was pressed, even if a New chat or
+    # another conversation had already changed `conversation_id` on the server.
+    shown_conversation: gr.Textbox
     conversations: gr.Radio  # sidebar
     title: gr.Textbox  # sidebar: the rename box
     retention: gr.Dropdown  # sidebar: "forget after"
@@ -62,6 +66,7 @@ class Page:
     delete_yes: gr.Button  # sidebar: "Delete for good" under the Delete question
     search_results: gr.Dataset  # sidebar
     inspector: gr.Markdown  # memory inspector
+    busy: gr.State  # chat: True from a message's sending to its turn's last step
 
 
 def outputs(shape: type, *sources: Any) -> list[Any]:
@@ -106,6 +111,7 @@ class ChatView(NamedTuple):
     inspector: str
     title: Any  # the rename box
     retention: Any  # the "forget after" picker
+    shown_conversation: Any  # the id beside the chat in the browser ("" = a new chat)
 
 
 async def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -188,6 +194,7 @@ async def render_chat(
             value=retention,
             interactive=conversation is not None,
         ),
+        shown_conversation=conversation_id or "",
     )
 
 
@@ -208,7 +215,7 @@ async def relabel(rt: Runtime, owner: str, conversation_id: str | None, lang: st
         return skipped(ChatView)
     view = await refresh_chat(rt, owner, conversation_id)
     # What the user may be typing or choosing stays as it is.
-    return view._replace(conversation_id=gr.skip(), title=gr.skip())
+    return view._replace(conversation_id=gr.skip(), title=gr.skip(), shown_conversation=gr.skip())
 
 
 async def refresh_chat(

@@ -39,10 +39,17 @@ log = logging.getLogger("mnemo.app")
 # ---- conversations -----------------------------------------------------------------------
 
 
-async def new_chat(rt: Runtime, owner: str, persona_id: str | None) -> ChatView:
-    """A blank chat with the chosen persona; it is saved when the first message is sent."""
+async def new_chat(rt: Runtime, owner: str, persona_id: str | None, busy: bool = False) -> ChatView:
+    """A blank chat with the chosen persona; it is saved when the first message is sent.
+
+    Refused while a message is being answered (`busy`: New chat clicked just after Enter,
+    before the button was locked): the reply streams into the conversation shown, so a blank
+    chat shown meanwhile would be replaced by it at once."""
     with user_errors("start a new chat"):
         require_owner(owner)
+        if busy:
+            notices.info(tr("new_chat_after_reply"), title=tr("t_reply_still_coming"))
+            return skipped(ChatView)
         return await render_chat(rt, owner, None, persona_id)
 
 
@@ -297,7 +304,7 @@ def wire(rt: Runtime, page: Page, side: Sidebar) -> None:
     owner, conversation_id = page.owner, page.conversation_id
     chat_view = outputs(ChatView, page)
     tokens.wire(rt, page, side.tokens)
-    side.new_chat.click(partial(new_chat, rt), [owner, page.persona], chat_view, **QUIET)
+    side.new_chat.click(partial(new_chat, rt), [owner, page.persona, page.busy], chat_view, **QUIET)
     side.conversations.input(
         partial(switch_conversation, rt), [owner, side.conversations], chat_view, **QUIET
     )

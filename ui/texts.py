@@ -139,6 +139,7 @@ EN: dict[str, str] = {
     "t_memory_cleared": "Memory cleared",
     "t_not_answered": "The assistant could not answer",
     "t_incomplete": "Reply incomplete",
+    "t_reply_still_coming": "A reply is still coming",
     "t_persona_changed": "Persona changed",
     "t_nothing_to_forget": "Nothing to forget",
     "t_conversation_gone": "Conversation not found",
@@ -162,6 +163,8 @@ EN: dict[str, str] = {
     "conversation_gone": "That conversation no longer exists; showing a new chat instead.",
     "reply_still_coming": "A reply is still coming: send this once it has finished, or press "
     "Stop first.",
+    "new_chat_after_reply": "Your message is being answered in this chat: start a new chat "
+    "once the reply has finished, or press Stop first.",
     "save_before_rename": "Send a first message before renaming: new chats are saved then.",
     "type_a_name": "Type a new name in the box first.",
     "renamed": "Renamed to “{title}”.",
@@ -310,6 +313,7 @@ ZH_TW: dict[str, str] = {
     "t_memory_cleared": "記憶已清除",
     "t_not_answered": "助理無法回答",
     "t_incomplete": "回覆不完整",
+    "t_reply_still_coming": "回覆還在進行中",
     "t_persona_changed": "已更換角色",
     "t_nothing_to_forget": "沒有可忘記的內容",
     "t_conversation_gone": "找不到對話",
@@ -332,6 +336,7 @@ ZH_TW: dict[str, str] = {
     "nothing_to_forget": "還沒有可以忘記的：這是新的對話。",
     "conversation_gone": "那段對話已經不存在，改為顯示新的對話。",
     "reply_still_coming": "回覆還在進行中：等它完成後再送出，或先按停止。",
+    "new_chat_after_reply": "你的訊息正在這段對話中回覆：等回覆完成後再開新對話，或先按停止。",
     "save_before_rename": "請先送出第一則訊息再重新命名：新對話在那時才會儲存。",
     "type_a_name": "請先在方框中輸入新的名稱。",
     "renamed": "已重新命名為「{title}」。",
