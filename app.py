@@ -100,6 +100,7 @@ def build_demo(rt: Runtime | None = None) -> gr.Blocks:
             search_results=side.search_results,
             inspector=inspector,
             busy=pane.busy,
+            reset_text=header.reset_text,
         )
         # On load, one step after another: who this is, their latest conversation, the memory
         # panel, the persona and roundtable editors; then the message box opens (chat.ready).

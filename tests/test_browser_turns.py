@@ -107,3 +107,16 @@ def test_a_message_goes_to_the_conversation_shown_when_enter_was_pressed(
     expect(bot_messages(page).last).to_contain_text("earlier you said: Zebras first")
     expect(page.locator("#conversations label")).to_have_count(1)
     expect(page.locator("#conversations label:has(input:checked)")).to_contain_text("Zebras first")
+
+
+def test_the_reset_question_left_open_counts_the_latest_reply(context, server, fake):
+    """Reset asked, then a message sent: once the reply was in, the question still said
+    "2 messages" and Forget it cleared 4."""
+    page = open_app(context, server)
+    send(page, "Zebras first", remembered=2)
+    page.locator("#reset-btn").click()
+    expect(page.locator("#reset-confirm-text")).to_contain_text("2 messages")
+    type_message(page, "Then lions").press("Enter")
+    turn_over(page)
+    expect(badge(page)).to_contain_text("Remembering 4 messages")
+    expect(page.locator("#reset-confirm-text")).to_contain_text("4 messages")

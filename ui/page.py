@@ -66,6 +66,7 @@ class Page:
     delete_yes: gr.Button  # sidebar: "Delete for good" under the Delete question
     search_results: gr.Dataset  # sidebar
     inspector: gr.Markdown  # memory inspector
+    reset_text: gr.Markdown  # memory badge: the Reset question
     busy: gr.State  # chat: True from a message's sending to its turn's last step
 
 
@@ -112,6 +113,7 @@ class ChatView(NamedTuple):
     title: Any  # the rename box
     retention: Any  # the "forget after" picker
     shown_conversation: Any  # the id beside the chat in the browser ("" = a new chat)
+    reset_text: Any  # Reset's question, in step with the badge (it may be left open)
 
 
 async def persona_choices(rt: Runtime, owner: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -195,6 +197,7 @@ async def render_chat(
             interactive=conversation is not None,
         ),
         shown_conversation=conversation_id or "",
+        reset_text=views.reset_question(opened.status, title) if conversation else gr.skip(),
     )
 
 
