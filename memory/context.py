@@ -32,6 +32,7 @@ from .packing import (
 from .policy import MemoryPolicy
 from .recall import term_matcher
 from .records import ContextWindow, PinnedFact, RecalledTurn, Turn
+from .renames import NamedScan, asked_slots, candidates, first_mentions, names_to_check, picks
 from .sql import (
     KIND_CONVERSATION,
     KIND_HIT,
@@ -173,12 +174,18 @@ def recall_rows(rows: Iterable[Sequence]) -> RecallRows:
 
 
 def as_fetched(
-    found: RecallRows, semantic: Mapping[int, float], policy: MemoryPolicy
+    found: RecallRows,
+    semantic: Mapping[int, float],
+    policy: MemoryPolicy,
+    top: Sequence[int] = (),
+    renames: Iterable[int] = (),
 ) -> RecallRows:
     """From all the older turns of a small conversation (sql.WHOLE_RECALL_MESSAGES), what the
     hits-and-neighbours statements would have sent: the keyword hits and the best turns by
-    meaning (missing_candidates), each with the turns beside it. The cheaper rows must not
-    change what is recalled: every backend recalls the same turns from the same messages."""
+    meaning (missing_candidates), each with the turns beside it, and the later turns most
+    like the best hits `top` (follow_top) or renaming their slots (`renames`, from
+    renamed_in_hand). The cheaper rows must not change what is recalled: every backend
+    recalls the same turns from the same messages."""
     floor = policy.recall_weights.min_semantic
     meaning = sorted(
         (i for i, c in semantic.items() if c >= floor and i in found.turns),
@@ -206,7 +213,7 @@ def as_fetched(
     # and the later turns most like the best hits, which it fetches too: without them a
     # small conversation lost the newer word on a fact that the same one, grown past
     # WHOLE_RECALL_MESSAGES, recalled.
-    later = later_candidates(found.ranks, semantic, policy.recall_weights)
+    later = [*later_word(top, semantic, policy.recall_weights).values(), *renames] if top else []
     for hit in [i for i in [*meaning[: policy.recall_k], *later] if i not in out.turns]:
         with_neighbours(hit)
     return out
@@ -241,30 +248,35 @@ def missing_candidates(
     rows: Iterable[Sequence],
     semantic: Mapping[int, float],
     policy: MemoryPolicy,
-) -> list[int]:
+    terms: Sequence[str] = (),
+) -> tuple[list[int], NamedScan | None]:
     """The turns recall may want that the rows do not hold yet: the meaning side's top
     `recall_k`, and the later turns most like the best hits (packing.later_word); the store
-    fetches them (memory/sql.py RECALL_TURNS) before assembling."""
+    fetches them (memory/sql.py RECALL_TURNS) before assembling. With them, the scan for later
+    turns renaming the best hits' slots for the question's `terms` (named_scan), or None."""
     rows = list(rows)
     have = {r[1] for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV, KIND_OLDER)}
     # Every turn recall could ask for has a vector: when the rows hold them all (every older
     # turn of a small conversation), nothing is missing and the ranking below is not needed.
     if have.issuperset(semantic.ids if isinstance(semantic, Meaning) else semantic):
-        return []
+        return [], None
     weights = policy.recall_weights
     floor = weights.min_semantic
     best = sorted((i for i, c in semantic.items() if c >= floor), key=lambda i: -semantic[i])
     wanted = best[: policy.recall_k]
     ranks = {r[1]: r[-2] for r in rows if r[0] == KIND_HIT and r[-2] is not None}
-    wanted += later_candidates(ranks, semantic, weights)
-    return [i for i in dict.fromkeys(wanted) if i not in have]
+    top = follow_top(ranks, semantic, weights)
+    wanted += later_word(top, semantic, weights).values() if top else []
+    named = named_scan(rows, top, terms) if weights.renames and top and terms else None
+    return [i for i in dict.fromkeys(wanted) if i not in have], named
 
 
-def later_candidates(
+def follow_top(
     ranks: Mapping[int, float], semantic: Mapping[int, float], weights: RecallWeights
 ) -> list[int]:
-    """The later turns most like the best hits (packing.later_word), to be fetched before the
-    assembly ranks them: for keyword hits of BM25 `ranks` and the cosines `semantic`."""
+    """The hits whose later turns the store fetches before the assembly ranks them (most
+    like them, packing.later_word; renaming their slots, memory/renames.py); none without
+    vectors or with follow_hits 0."""
     if not isinstance(semantic, Meaning) or not weights.follow_hits:
         return []
     # The assembly's fused ranking adds the prior, which this one cannot see yet: follow
@@ -274,8 +286,43 @@ def later_candidates(
     # long_memory).
     scores = fuse(normalise_bm25(ranks), semantic, {}, weights)
     ranked = sorted(scores, key=lambda i: -scores[i])
-    top = semantic.distinct(ranked, 2 * weights.follow_hits, weights.duplicate)
-    return list(later_word(top, semantic, weights).values())
+    return semantic.distinct(ranked, 2 * weights.follow_hits, weights.duplicate)
+
+
+def renamed_in_hand(
+    found: RecallRows, top: Sequence[int], semantic: Meaning, terms: Sequence[str]
+) -> dict[int, int]:
+    """For a small conversation's rows (every older turn in hand): {hit of `top`: the later
+    turn that renames its slot} (memory/renames.py), names looked up in those turns."""
+    older = [found.turns[i] for i in found.older]
+    hits = [found.turns[h] for h in top if h in found.turns]
+    cands = candidates(hits, older, semantic.similarity, terms)
+    names = names_to_check(cands)
+    return picks(cands, names, first_mentions(older, names)) if names else {}
+
+
+# At most this many slot words go into one scan (each is a pattern it tries on every turn:
+# sql.NAMED_SCAN_TURNS).
+MAX_SCAN_WORDS = 4
+
+
+def named_scan(
+    rows: Sequence[Sequence], top: Sequence[int], terms: Sequence[str]
+) -> NamedScan | None:
+    """The scan for later turns that rename the slots of the best hits `top` (those in the
+    rows) the question's `terms` ask about (memory/renames.py), or None: none has one."""
+    texts = {r[1]: r for r in rows if r[0] in (KIND_HIT, KIND_NEXT, KIND_PREV)}
+    hits: dict[int, Turn] = {}
+    for h in top:
+        if h in texts and asked_slots(texts[h][_TURN][3], terms):  # its content
+            hits[h] = turn_from_row(texts[h][_TURN])
+    if not hits:
+        return None
+    slots = (sorted(asked_slots(h.content, terms)) for h in hits.values())
+    words = dict.fromkeys(w for slot in slots for w, _ in slot)
+    recent = [r[1] for r in rows if r[0] == KIND_RECENT]
+    before = min(recent) if recent else 1 << 62
+    return NamedScan(hits, min(hits), before, tuple(words)[:MAX_SCAN_WORDS], tuple(terms))
 
 
 def assemble_context(
@@ -286,13 +333,16 @@ def assemble_context(
     semantic: Mapping[int, float] | None = None,
     query: str = "",
     now: float | None = None,
+    renames: Mapping[int, int] | None = None,
 ) -> ContextWindow:
     """The ContextWindow for the rows of the context statements.
 
     The KIND_CONVERSATION row holds (kind, message_count, active_count). `terms` are the
     recall query's keyword terms, `semantic` the cosines of the query with older turns
     (semantic_scores), `query` the new message (list questions get diverse snippets), `now`
-    the time the dates are rendered against. Raises ConversationNotFound when there is no
+    the time the dates are rendered against, `renames` {hit: the later turn renaming its slot}
+    as the store found them in a long conversation (NamedScan; a small one's rows hold every
+    older turn, where the assembly finds them). Raises ConversationNotFound when there is no
     conversation row.
     A KIND_PINNED row is (kind, PINNED_COLUMNS): pinned facts always go in (their size is
     capped when they are pinned), and what they take comes out of the budget first.
@@ -314,6 +364,7 @@ def assemble_context(
             policy,
             query,
             message_count,
+            renames,
         )
     summary = turn_from_row(summary_rows[0]) if summary_rows else None
     if summary is not None and len(summary.content) > policy.summary_chars:
@@ -393,16 +444,20 @@ def recall_turns(
     policy: MemoryPolicy,
     query: str = "",
     turns: int = 0,
+    renames: Mapping[int, int] | None = None,
 ) -> list[RecalledTurn]:
     """The best older turns as snippets under `recall_chars`: keyword and meaning scores
     fused, each hit with the turns that make it understandable (memory/packing.py)."""
+    weights = policy.recall_weights
     if found.older:
-        found = as_fetched(found, semantic, policy)
+        top = follow_top(found.ranks, semantic, weights)
+        renames = renamed_in_hand(found, top, semantic, terms) if weights.renames and top else {}
+        found = as_fetched(found, semantic, policy, top, renames.values())
+    renames = renames or {}
     # One matcher for the whole context: a keyword hit it packs was matched here already.
     find = term_matcher(list(terms))
     keyword = keyword_scores(found.ranks, found.turns, terms, turns, find)
     meaning = {i: c for i, c in semantic.items() if i in found.turns}
-    weights = policy.recall_weights
     scores = fuse(keyword, meaning, found.prev_of, weights)
     diverse = is_list_question(query)
     # A list question asks for everything said over time, not the latest word on one thing.
@@ -410,6 +465,10 @@ def recall_turns(
         ranked = sorted(scores, key=lambda i: (-scores[i], i))
         top = semantic.distinct(ranked, weights.follow_hits, weights.duplicate)
         for hit, later in later_word(top, semantic, weights).items():
+            if later in found.turns:
+                scores[later] = max(scores.get(later, 0.0), weights.follow * scores[hit])
+        for hit in top:  # the store's picks among the turns it fetched for these hits
+            later = renames.get(hit)
             if later in found.turns:
                 scores[later] = max(scores.get(later, 0.0), weights.follow * scores[hit])
     ids = [i for i in found.vectors if i in found.turns]  # one model's: the statement says which

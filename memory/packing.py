@@ -73,6 +73,10 @@ class RecallWeights:
     follow_hits: int = 10
     follow_floor: float = 0.25
     follow: float = 1.0
+    # A later turn that puts a new name in the slot of a best hit the question asks about
+    # ("I work at Marlow" ... "First week at Quillon went well") comes along too, scored
+    # `follow` times its hit: its meaning is often far from both (memory/renames.py).
+    renames: bool = True
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,10 @@ from .context import assemble_context, missing_candidates, semantic_scores
 from .policy import MemoryPolicy
 from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query
 from .records import ContextWindow
+from .renames import NamedScan, name_terms, names_to_check, picks
 from .validation import MAX_MESSAGE_CHARS
 from .vector_fill import VectorFiller
-from .vectors import NO_QUERY_VECTOR
+from .vectors import NO_QUERY_VECTOR, Meaning
 
 
 async def read_context(
@@ -72,10 +73,33 @@ async def read_context(
     query_vector = asked.recall
     vectors.keep_fresh(conv_id, query, asked.own)
     semantic = semantic_scores(rows, query_vector)
-    missing = missing_candidates(rows, semantic, policy) if with_vectors else []
+    missing, named = (
+        missing_candidates(rows, semantic, policy, terms) if with_vectors else ([], None)
+    )
+    renames = await _renames(db, named, conv_id, semantic) if named is not None else None
+    missing += [i for i in (renames or {}).values() if i not in missing]
     if missing:
         rows += await db.read_one(sql.RECALL_TURNS, {"ids": json.dumps(missing), "conv": conv_id})
-    return assemble_context(rows, policy, terms, semantic=semantic, query=query or "", now=now)
+    return assemble_context(
+        rows, policy, terms, semantic=semantic, query=query or "", now=now, renames=renames
+    )
+
+
+async def _renames(
+    db: Connections, named: NamedScan, conv_id: str, semantic: Meaning
+) -> dict[int, int]:
+    """{hit: the later turn renaming its slot} for `named`'s hits (memory/renames.py): the
+    scan, then, when it found new names, one look in the index for where each is first said."""
+    scan = sql.later_named(len(named.words))
+    params = sql.later_named_params(conv_id, named.after, named.before, named.words)
+    cands = named.candidates(await db.read_one(scan, params), semantic.similarity)
+    names = names_to_check(cands)
+    if not names:
+        return {}
+    params = {"conv": conv_id}
+    params.update({f"m{i}": recall_query(conv_id, name_terms(n)) for i, n in enumerate(names)})
+    found = await db.read_one(sql.named_first(len(names)), params)
+    return picks(cands, names, {names[i]: at for i, at in found if at is not None})
 
 
 async def read_search(

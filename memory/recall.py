@@ -205,6 +205,14 @@ def _stem(term: str) -> str:
     return term
 
 
+@functools.lru_cache(maxsize=64)
+def term_stems(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """What a word starts with to match one of `terms` (as term_pattern and term_matcher
+    find them): each word term's stem, lowercased; a CJK term as it is. Cached: recall asks
+    for the same few terms throughout a context."""
+    return tuple(t if _CJK_RUN.fullmatch(t) else _stem(t).lower() for t in terms)
+
+
 def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
     """Matches a word starting with any term's stem (whole word marked), or a CJK bigram."""
     parts = []

@@ -7,6 +7,8 @@ converters below depend on it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .recall import RECALL_TEXT_FUNCTION
 from .records import Conversation, MetricsRow, PinnedFact, Turn, TurnMetrics
 
@@ -204,6 +206,54 @@ RECALL_TURNS = (
     "WHERE id IN (SELECT value FROM json_each(:ids)) AND conversation_id = :conv) "
     f"{_HITS_AND_NEIGHBOURS}"
 )
+
+
+# A scan for renamed slots reads at most this many turns, newest first, and stops at
+# NAMED_SCAN_ROWS that match: each slot word's GLOB costs about 0.6 µs a turn (bench
+# long_memory's 720-message conversations: 0.44 ms for one word), so it stays bounded however
+# long the conversation; the bench's facts change within 720 messages.
+NAMED_SCAN_TURNS = 1_000
+NAMED_SCAN_ROWS = 64
+
+
+def later_named(words: int) -> str:
+    """Of the newest :limit turns of :conv between :after and :before (exclusive), the newest
+    :rows holding one of `words` slot words then a capitalised word (GLOB, case-sensitive;
+    params :w0...): the candidates of renames.NamedScan, checked exactly there. Rows: id,
+    role, content, speaker."""
+    holds = " OR ".join(f"content GLOB :w{i}" for i in range(words))
+    # No outer ORDER BY: the subquery's rows come newest first, so :rows stops the scan early.
+    return (
+        "SELECT id, role, content, speaker FROM (SELECT id, role, content, speaker, is_summary "
+        "FROM turns WHERE conversation_id = :conv AND id > :after AND id < :before "
+        f"ORDER BY id DESC LIMIT :limit) WHERE is_summary = 0 AND ({holds}) LIMIT :rows"
+    )
+
+
+def later_named_params(conv_id: str, after: int, before: int, words: Sequence[str]) -> dict:
+    """later_named's parameters: each word as a GLOB (the words are lowercase letters)."""
+    params: dict[str, object] = {
+        "conv": conv_id,
+        "after": after,
+        "before": before,
+        "limit": NAMED_SCAN_TURNS,
+        "rows": NAMED_SCAN_ROWS,
+    }
+    params.update({f"w{i}": f"*{w} [A-Z][a-z]*" for i, w in enumerate(words)})
+    return params
+
+
+def named_first(count: int) -> str:
+    """For `count` names (:m0..., recall_query MATCH expressions): rows (i, the id of the
+    first turn of :conv holding name i, or NULL) (renames.names_to_check). recall_fts reads
+    only this conversation's doclists of the names, in rowid order, up to the first turn
+    that is this conversation's (two can share a key)."""
+    return " UNION ALL ".join(
+        f"SELECT {i}, (SELECT t.id FROM recall_fts CROSS JOIN turns t ON t.id = recall_fts.rowid "
+        f"WHERE recall_fts MATCH :m{i} AND t.conversation_id = :conv AND t.is_summary = 0 "
+        "ORDER BY recall_fts.rowid LIMIT 1)"
+        for i in range(count)
+    )
 
 
 def context_sql(keywords: bool, vectors: bool) -> str:

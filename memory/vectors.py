@@ -257,6 +257,13 @@ class Meaning(Mapping[int, float]):
             count += 1
         return out
 
+    def similarity(self, a: int, b: int) -> float | None:
+        """The centred cosine of turns `a` and `b`; None when either has no vector."""
+        ka, kb = self._row.get(a), self._row.get(b)
+        if ka is None or kb is None or not self._matrix.shape[1]:
+            return None
+        return float(self._matrix[ka] @ self._matrix[kb])
+
     def later_like(self, tid: int, floor: float, ceiling: float) -> int | None:
         """The turn after `tid` whose centred cosine with it is highest, within [floor,
         ceiling) (above the ceiling it only says the same again); None when none is."""

@@ -414,12 +414,12 @@ def test_turns_found_by_meaning_are_fetched_unless_the_rows_hold_every_older_tur
     # A big conversation's rows: one keyword hit (and its next); the rest is missing.
     big = [*rows, hit(older[0], -3.0), neighbour(older[1], 1)]
     semantic = semantic_scores(big, pack(q))
-    missing = missing_candidates(big, semantic, SMALL)
+    missing, _ = missing_candidates(big, semantic, SMALL)
     assert missing and set(missing) <= set(range(3, 13))
     assert missing[0] == max(range(3, 13), key=lambda i: semantic[i])  # best by meaning first
     # A small one's rows hold every older turn: nothing to fetch.
     small = [*rows, hit(older[0], -3.0), *[(KIND_OLDER, *t, None, None) for t in older]]
-    assert missing_candidates(small, semantic_scores(small, pack(q)), SMALL) == []
+    assert missing_candidates(small, semantic_scores(small, pack(q)), SMALL) == ([], None)
     # One older turn's row absent: it is fetched again.
     partial = [r for r in small if not (r[0] == KIND_OLDER and r[1] == missing[0])]
-    assert missing[0] in missing_candidates(partial, semantic_scores(partial, pack(q)), SMALL)
+    assert missing[0] in missing_candidates(partial, semantic_scores(partial, pack(q)), SMALL)[0]

@@ -463,3 +463,108 @@ async def test_following_five_hits_misses_the_newer_word_of_the_sixth(memory_bac
     weights = replace(RecallWeights(), follow_hits=5)
     found = await recalled_for_job(memory_backend, wordllama, 40, weights)
     assert OLD_JOB in found and NEW_JOB not in found
+
+
+RENAMED_JOB = "First week at Corvina went well, the new team is friendly."
+
+
+@pytest.mark.parametrize("filler_pairs", [40, 200])  # sent whole, and by hits (> 300 messages)
+async def test_a_later_turn_naming_another_employer_in_the_same_slot_comes_with_the_fact(
+    memory_backend, wordllama, filler_pairs
+):
+    # The newer fact shares no word with the question and little meaning with the old fact
+    # ("at Corvina" where it said "at Brightfield"): only the renamed slot links them.
+    clock = FakeClock(1_790_000_000.0 + 60 * 86_400)
+    messages = [
+        (role, RENAMED_JOB if text == NEW_JOB else text, at)
+        for role, text, at in job_conversation(1_790_000_000.0, filler_pairs)
+    ]
+    found = {}
+    for renames in (False, True):
+        weights = replace(RecallWeights(), renames=renames)
+        policy = MemoryPolicy(recall_chars=400, recall_weights=weights)
+        store = await memory_backend.open(embedder=wordllama, clock=clock, policy=policy)
+        try:
+            conv = await store.import_conversation("ana", messages)
+            ctx = await store.context(
+                "ana", conv.id, query="Where do I work as a data analyst now?"
+            )
+        finally:
+            await store.close()
+        found[renames] = [r.turn.content for r in ctx.recalled]
+    assert OLD_JOB in found[False] and RENAMED_JOB not in found[False]
+    assert OLD_JOB in found[True] and RENAMED_JOB in found[True]
+
+
+DINNER = "Dinner with Marta after work was lovely, we talked for hours."
+TRIP = "I'm flying to Paris with Joel next month, so excited."
+PARENTS = "My parents live in York, near the old walls."
+OLD_CITY = "I live in Leeds with two roommates, the rent is brutal."
+VISIT = "Spent the weekend in York, long walks and far too much cake."
+NEW_CITY = "Moving day is done, the new flat in Cardiff is full of boxes."
+
+
+def updated_conversation(start: float, filler_pairs: int, early, late):
+    """`early` said first, everyday chat, `late` said halfway through it."""
+    messages = []
+    for k, text in enumerate(early):
+        messages += [("user", text, start + 60 * k), ("assistant", "Noted.", start + 60 * k + 30)]
+    for i in range(filler_pairs):
+        user, reply = FILLER[i % len(FILLER)]
+        at = start + 86_400 * (1 + i // 10) + 60 * i
+        messages += [("user", user, at), ("assistant", reply, at + 1)]
+        if i == filler_pairs // 2:
+            for k, text in enumerate(late):
+                messages += [("user", text, at + 5 + k), ("assistant", "Nice!", at + 5.5 + k)]
+    return messages
+
+
+# (said early, said later, the question, what it finds by its words, the update it should
+# bring, a later turn with a name in a slot that it should not)
+UPDATES = [
+    # "with Joel" renames "with Marta", but the question asks about work, not dinner.
+    pytest.param(
+        [OLD_JOB, DINNER],
+        [TRIP, RENAMED_JOB],
+        "Where do I work now?",
+        [OLD_JOB, DINNER],
+        RENAMED_JOB,
+        TRIP,
+        id="another-slot",
+    ),
+    # "in York" after "in Leeds": York was in the talk before the fact, no new value of it.
+    pytest.param(
+        [PARENTS, OLD_CITY],
+        [VISIT, NEW_CITY],
+        "Which city do I live in now?",
+        [PARENTS, OLD_CITY],
+        NEW_CITY,
+        VISIT,
+        id="name-said-before",
+    ),
+]
+
+
+@pytest.mark.parametrize("filler_pairs", [40, 200])  # sent whole, and by hits (> 300 messages)
+@pytest.mark.parametrize("early,late,question,hits,update,other", UPDATES)
+async def test_only_a_new_name_in_the_slot_asked_about_updates_a_fact(
+    memory_backend, wordllama, filler_pairs, early, late, question, hits, update, other
+):
+    # Recall by meaning off (no cosine counts, no later turn most like a hit), so what comes
+    # is what the question's words find and what renames those hits' slots.
+    clock = FakeClock(1_790_000_000.0 + 60 * 86_400)
+    messages = updated_conversation(1_790_000_000.0, filler_pairs, early, late)
+    found = {}
+    for renames in (False, True):
+        weights = RecallWeights(min_semantic=1.0, follow_floor=1.0, renames=renames)
+        policy = MemoryPolicy(recall_chars=800, recall_weights=weights)
+        store = await memory_backend.open(embedder=wordllama, clock=clock, policy=policy)
+        try:
+            conv = await store.import_conversation("ana", messages)
+            ctx = await store.context("ana", conv.id, query=question)
+        finally:
+            await store.close()
+        found[renames] = [r.turn.content for r in ctx.recalled]
+    assert set(hits) <= set(found[False]) and {update, other}.isdisjoint(found[False])
+    assert set(hits) | {update} <= set(found[True])
+    assert other not in found[True]

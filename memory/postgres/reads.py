@@ -16,10 +16,11 @@ from ..recall import (
     snippet,
 )
 from ..records import ContextWindow, Conversation, MemoryStatus, SearchHit, Turn
+from ..renames import NamedScan, name_terms, names_to_check, picks
 from ..sql import KIND_CONVERSATION, KIND_PINNED, KIND_VECTOR, turn_from_row
 from ..validation import MAX_MESSAGE_CHARS
 from ..vector_fill import VectorFiller
-from ..vectors import NO_QUERY_VECTOR
+from ..vectors import NO_QUERY_VECTOR, Meaning
 from . import sql
 from .text import cjk_patterns, word_query
 
@@ -147,13 +148,30 @@ class Reads:
         shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]
         shaped += [_sqlite_shape(r[2:]) for r in rows if r[2] is not None]
         semantic = semantic_scores(shaped, query_vector)
-        missing = missing_candidates(shaped, semantic, policy) if with_vectors else []
+        missing, named = ([], None)
+        if with_vectors:
+            missing, named = missing_candidates(shaped, semantic, policy, terms)
+        renames = await self._renames(named, conv_id, semantic) if named is not None else None
+        missing += [i for i in (renames or {}).values() if i not in missing]
         if missing:
             found = await self._read(sql.RECALL_TURNS_SQL, {"ids": missing, "conv": conv_id})
             shaped += [_sqlite_shape(r) for r in found]
         return assemble_context(
-            shaped, policy, terms, semantic=semantic, query=query or "", now=now
+            shaped, policy, terms, semantic=semantic, query=query or "", now=now, renames=renames
         )
+
+    async def _renames(self, named: NamedScan, conv_id: str, semantic: Meaning) -> dict[int, int]:
+        """As SQLite's reading._renames: the scan, then one look for where each new name is
+        first said."""
+        params = sql.later_named_params(conv_id, named.after, named.before, named.words)
+        cands = named.candidates(await self._read(sql.LATER_NAMED_SQL, params), semantic.similarity)
+        names = names_to_check(cands)
+        if not names:
+            return {}
+        params = {"conv": conv_id}
+        params.update({f"m{i}": word_query(name_terms(n)) for i, n in enumerate(names)})
+        found = await self._read(sql.named_first_sql(len(names)), params)
+        return picks(cands, names, {names[i]: at for i, at in found if at is not None})
 
     async def search(
         self,

@@ -11,6 +11,8 @@ from ..sql import (
     KIND_SUMMARY,
     KIND_VECTOR,
     METRICS_COLUMNS,
+    NAMED_SCAN_ROWS,
+    NAMED_SCAN_TURNS,
     TURN_WIDTH,
 )
 
@@ -164,6 +166,42 @@ RECALL_TURNS_SQL = (
     f"WITH hits AS (SELECT {TURN_COLUMNS}, NULL::float8 AS rank FROM turns "
     f"WHERE id = ANY(%(ids)s) AND conversation_id = %(conv)s) {_HITS_AND_NEIGHBOURS}"
 )
+
+
+# The later turns that may rename a hit's slot (memory/renames.py NamedScan): of the newest
+# %(limit)s between %(after)s and %(before)s, the newest %(rows)s with one of the slot words
+# (%(named)s, an alternation of lowercase words) then a capitalised word; checked exactly by
+# the pure side. Rows as SQLite's sql.later_named, bounded alike (sql.NAMED_SCAN_TURNS).
+LATER_NAMED_SQL = (
+    "SELECT id, role, content, speaker FROM (SELECT id, role, content, speaker, is_summary "
+    "FROM turns WHERE conversation_id = %(conv)s AND id > %(after)s AND id < %(before)s "
+    "ORDER BY id DESC LIMIT %(limit)s) t WHERE NOT is_summary AND content ~ %(named)s "
+    "ORDER BY id DESC LIMIT %(rows)s"
+)
+
+
+def later_named_params(conv_id: str, after: int, before: int, words) -> dict[str, object]:
+    """LATER_NAMED_SQL's parameters (the words are lowercase letters: no escaping needed)."""
+    pattern = r"\m(" + "|".join(words) + r") [A-Z][a-z]"
+    return {
+        "conv": conv_id,
+        "after": after,
+        "before": before,
+        "named": pattern,
+        "limit": NAMED_SCAN_TURNS,
+        "rows": NAMED_SCAN_ROWS,
+    }
+
+
+def named_first_sql(count: int) -> str:
+    """As SQLite's sql.named_first: for `count` names (%(m0)s..., word_query literals), rows
+    (i, the id of the first turn of %(conv)s holding name i, or NULL), by the words' GIN
+    index or the conversation's, as the planner finds cheaper."""
+    return " UNION ALL ".join(
+        f"SELECT {i}, (SELECT min(id) FROM turns WHERE conversation_id = %(conv)s "
+        f"AND NOT is_summary AND words @@ mnemo_query(%(m{i})s::tsvector))"
+        for i in range(count)
+    )
 
 
 def search_sql(cjk_count: int, char_count: int = 0) -> str:
