@@ -86,8 +86,9 @@ def test_a_message_sent_while_a_turn_runs_stays_in_the_box():
         notice["value"]
         == "⏳ A reply is still coming: send this once it has finished, or press Stop first."
     )
-    # Once the turn's last step has run, the same message is taken.
+    # Once the turn's last step has run, the notice is gone and the same message is taken.
     assert chat_pane.input_ready().busy is False
+    assert chat_pane.input_ready().input_notice["visible"] is False
     _box, chat, pending, _notice, _done, busy, _sending = chat_pane.accept_message(
         "And another thing", [], False
     )
@@ -116,7 +117,7 @@ def test_controls_lock_while_answering_and_unlock_after():
     ready = chat_pane.input_ready()
     box = ready.chat_input
     assert box["submit_btn"] is True and box["stop_btn"] is False
-    assert set(ready._fields) == buttons | marked | {"chat_input", "busy"}
+    assert set(ready._fields) == buttons | marked | {"chat_input", "busy", "input_notice"}
     assert ready.busy is False
     assert all(getattr(ready, name)["interactive"] is True for name in buttons)
     assert all(getattr(ready, name)["elem_classes"] == [] for name in marked)

@@ -486,6 +486,9 @@ def test_a_message_sent_while_a_reply_streams_waits_in_the_box(context, server, 
     expect(box).to_have_value("And then this")
     expect(bot_messages(page).last).to_contain_text("word19")
     turn_over(page)
+    # The reply is done: the notice saying it is still coming goes, the message stays.
+    expect(page.locator("#input-notice")).to_be_hidden()
+    expect(box).to_have_value("And then this")
     box.press("Enter")
     expect(badge(page)).to_contain_text("Remembering 4 messages")
     expect(user_messages(page)).to_have_count(2)

@@ -114,7 +114,9 @@ class Locked(NamedTuple):
 
 
 # After a reply: the send button is back, and the locked controls with it; the turn is over.
-Unlocked = extended(Locked, "Unlocked", chat_input=Any, busy=bool)
+# The notice under the box goes: while a turn runs it can only say that a reply is still
+# coming (accept_message), which is no longer true.
+Unlocked = extended(Locked, "Unlocked", chat_input=Any, busy=bool, input_notice=Any)
 
 RUNNING = "turn-running"  # the chat's and the search results' class while a turn runs
 
@@ -140,9 +142,12 @@ def ready() -> Any:
 
 
 def input_ready() -> Any:
-    """After a reply (or a stop): the send button is back and the controls work again."""
+    """After a reply (or a stop): the send button is back and the controls work again; the
+    "reply still coming" notice, if Enter was pressed meanwhile, is gone (the message it
+    kept waits in the box)."""
     box = gr.update(submit_btn=True, stop_btn=False, interactive=True)
-    return Unlocked(*_locking(False), chat_input=box, busy=False)
+    notice = gr.update(visible=False)
+    return Unlocked(*_locking(False), chat_input=box, busy=False, input_notice=notice)
 
 
 def _streaming(conversation_id: str, chat: list[dict[str, Any]]) -> Any:
