@@ -311,13 +311,16 @@ async def measure(n_messages: int, turns: int, contexts: int, store_dir: Path | 
         old_root = git_tree(previous, Path(scratch) / "previous")
         this_root = ROOT if this is None else git_tree(this, Path(scratch) / "this")
         label = "main" if previous == PREVIOUS else previous
-        roots = [(label, old_root, previous_env), (this or "this", this_root, None)]
+        mine = this or "this"
+        if mine == label:  # the same code on both sides (how much a side moves on its own)
+            label, mine = f"{label} (a)", f"{mine} (b)"
+        roots = [(label, old_root, previous_env), (mine, this_root, None)]
         if old_root is None:
             print(f"{previous} is not in this checkout: measuring this tree alone")
         sides = []
         try:
-            for side, root, env in [r for r in roots if r[1] is not None]:
-                copy = Path(scratch) / f"store-{side}"
+            for i, (side, root, env) in enumerate(r for r in roots if r[1] is not None):
+                copy = Path(scratch) / f"store-{i}"
                 shutil.copytree(where / "base", copy)
                 sides.append(Side(side, root, copy, ids_file, seed, env))
             loads = {
