@@ -33,3 +33,19 @@ def test_cli_runs_one_benchmark(tmp_path, capsys):
     assert code == 0
     assert (tmp_path / "prompt_growth.md").exists()
     assert "Prompt growth" in capsys.readouterr().out
+
+
+async def test_turn_million_runs_the_same_commit_on_both_sides(tmp_path):
+    # An A/A run shows how far one side moves on its own; both copies of the corpus went to
+    # one directory, and the second copy raised FileExistsError.
+    from bench import turn_million
+    from bench.harness import git_tree
+
+    if git_tree("HEAD", tmp_path / "probe", "README.md") is None:
+        pytest.skip("no git history in this checkout")
+    out = tmp_path / "results"
+    await turn_million.measure(
+        200, 2, 2, None, out, True, previous="HEAD", this="HEAD", work_dir=tmp_path
+    )
+    table = (out / f"{turn_million.NAME}.md").read_text(encoding="utf-8")
+    assert "| HEAD (a) | HEAD (b) |" in table
