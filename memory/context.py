@@ -244,6 +244,15 @@ def semantic_scores(rows: Iterable[Sequence], query_vector: bytes | None) -> Mea
     return Meaning([t for t, _ in vectors], query_vector, [v for _, v in vectors])
 
 
+def has_older(rows: Iterable[Sequence]) -> bool:
+    """Whether the conversation of the context rows has messages older than its recent
+    window, which recall could bring back: without them assemble_context recalls nothing,
+    whatever the question's vector (the reads then do not wait for it)."""
+    rows = list(rows)
+    counts = [r[1] for r in rows if r[0] == KIND_CONVERSATION]
+    return bool(counts) and counts[0] > sum(r[0] == KIND_RECENT for r in rows)
+
+
 def missing_candidates(
     rows: Iterable[Sequence],
     semantic: Mapping[int, float],
@@ -355,7 +364,7 @@ def assemble_context(
     summary_rows = [r[_TURN] for r in rows if r[0] == KIND_SUMMARY]
     recent_rows = sorted((tuple(r[_TURN]) for r in rows if r[0] == KIND_RECENT), reverse=True)
     recalled: list[RecalledTurn] = []
-    if (terms or semantic) and policy.recall_k and message_count > len(recent_rows):
+    if (terms or semantic) and policy.recall_k and has_older(rows):
         recalled = recall_turns(
             recall_rows(rows),
             terms,

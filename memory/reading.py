@@ -12,7 +12,9 @@ The question is embedded while that statement runs (the embedder works in a thre
 own, the statement on the reader's), not before it: on a turn's path the two overlap. A chat
 turn starts it earlier still, as soon as the message is known (the store's expect(), then
 VectorFiller.ask), so it also overlaps the turn's other reads. Its vector is kept for the
-message's append (VectorFiller.keep_fresh): embedded once.
+message's append (VectorFiller.keep_fresh): embedded once. When the rows hold nothing older
+than the recent window, recall has nothing to find and the context does not wait for that
+vector at all: VectorFiller.keep_later gives it to the append when it comes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import json
 
 from . import sql
 from .connection import Connections
-from .context import assemble_context, missing_candidates, semantic_scores
+from .context import assemble_context, has_older, missing_candidates, semantic_scores
 from .policy import MemoryPolicy
 from .recall import MAX_RECALL_TERMS, owner_key, query_terms, recall_query
 from .records import ContextWindow
@@ -69,10 +71,17 @@ async def read_context(
         if embedding is not None:
             embedding.cancel()
         raise
+    if embedding is not None and not has_older(rows):  # nothing to recall: no vector needed
+        try:
+            window = assemble_context(rows, policy, terms, query=query or "", now=now)
+        except BaseException:  # no such conversation: no append will want the vector
+            embedding.cancel()
+            raise
+        vectors.keep_later(conv_id, query, embedding)
+        return window
     asked = await embedding if embedding is not None else NO_QUERY_VECTOR
-    query_vector = asked.recall
     vectors.keep_fresh(conv_id, query, asked.own)
-    semantic = semantic_scores(rows, query_vector)
+    semantic = semantic_scores(rows, asked.recall)
     missing, named = (
         missing_candidates(rows, semantic, policy, terms) if with_vectors else ([], None)
     )

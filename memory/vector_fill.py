@@ -6,6 +6,10 @@ waiting for its vector:
 
 - The new user message is embedded once, by context() while its SQL runs (the recall query),
   and that vector is written with the append (`take_fresh`). Nothing else waits for a model.
+  A context with nothing older than its recent window to recall does not wait for it either
+  (`keep_later`): the append takes it if it came first, else the turn is queued for that
+  embedding's vector, not for a second one (`submit`); an embedding that failed leaves the
+  turn to be embedded like any other.
 - Every other write (a reply, a tool note, an append without a context before it) queues its
   turn here; one worker, 50 ms after the first arrives, embeds what queued up in one batch
   (`embed_packed`) and writes the vectors in one transaction, after the turn. A reply's
@@ -34,7 +38,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .vectors import Embedder, QueryVector, embed_packed, embed_query
@@ -60,6 +64,7 @@ class Pending:
     conv_id: str
     turn_id: int
     content: str
+    vector: bytes | None = None  # made already (keep_later): written, not embedded again
 
 
 class VectorRows(Protocol):
@@ -112,6 +117,10 @@ class VectorFiller:
         self._queue: OrderedDict[int, Pending] = OrderedDict()  # by turn id: the latest text
         self._fresh: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._asked: OrderedDict[tuple[str, str], asyncio.Future[QueryVector]] = OrderedDict()
+        # Questions whose context did not wait for their vector, and the turns saved before
+        # it came (keep_later): by (conversation, text).
+        self._later: dict[tuple[str, str], asyncio.Future[QueryVector]] = {}
+        self._claims: dict[tuple[str, str], Pending] = {}
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -150,21 +159,62 @@ class VectorFiller:
         while len(self._fresh) > FRESH:
             self._fresh.popitem(last=False)
 
+    def keep_later(self, conv_id: str, text: str, embedding: asyncio.Future[QueryVector]) -> None:
+        """Take over the embedding of the new message that context() did not wait for
+        (nothing to recall): its vector goes to keep_fresh when done, or, when the message
+        was saved first, to that turn (submit). Cancelled when no saved turn would get it."""
+        key = (conv_id, text)
+        if not stores_query(self.embedder) or self._closed or len(self._later) >= FRESH:
+            embedding.cancel()  # the append's turn is embedded in the background instead
+            return
+        self._later[key] = embedding
+        if embedding.done():
+            self._later_done(key, embedding)
+        else:
+            embedding.add_done_callback(lambda done: self._later_done(key, done))
+
+    def _later_done(self, key: tuple[str, str], embedding: asyncio.Future[QueryVector]) -> None:
+        if self._later.get(key) is embedding:
+            del self._later[key]
+        vector = None
+        if not embedding.cancelled() and embedding.exception() is None:
+            vector = embedding.result().own
+        claim = self._claims.pop(key, None)
+        if claim is None:
+            self.keep_fresh(*key, vector)
+        elif not self._closed:  # close queued it to be embedded (aclose)
+            # Without a vector (the embedder failed) it is embedded like any other turn.
+            self._queue[claim.turn_id] = replace(claim, vector=vector)
+            self._start()
+
     def take_fresh(self, conv_id: str, text: str) -> bytes | None:
         """The vector context() made of `text` in `conv_id`, once; None when there is none."""
         return self._fresh.pop((conv_id, text), None)
 
     def submit(self, conv_id: str, turn_id: int, content: str) -> None:
-        """Queue a saved turn for its vector (no-op without an embedder or once closed)."""
+        """Queue a saved turn for its vector (no-op without an embedder or once closed): the
+        one an embedding under way of the same text will make (keep_later), else its own."""
         if self.embedder is None or self._closed:
             return
-        self._queue[turn_id] = Pending(conv_id, turn_id, content)
+        self._unclaim(turn_id)
+        key = (conv_id, content)
+        pending = Pending(conv_id, turn_id, content)
+        if key in self._later and key not in self._claims:
+            self._queue.pop(turn_id, None)
+            self._claims[key] = pending
+            return
+        self._queue[turn_id] = pending
         self._queue.move_to_end(turn_id)
         self._start()
 
     def forget(self, turn_id: int) -> None:
         """Drop a queued turn (its text is a draft again, or it is gone)."""
         self._queue.pop(turn_id, None)
+        self._unclaim(turn_id)
+
+    def _unclaim(self, turn_id: int) -> None:
+        for key in [k for k, p in self._claims.items() if p.turn_id == turn_id]:
+            del self._claims[key]
 
     # -- background ---------------------------------------------------------------------
 
@@ -182,6 +232,10 @@ class VectorFiller:
 
     async def flush(self) -> None:
         """Until everything queued so far is written and the backfill is done (tests, bench)."""
+        # Saved turns waiting for an embedding under way (keep_later): queued once it is done.
+        while waiting := [self._later[k] for k in self._claims if k in self._later]:
+            await asyncio.wait(waiting)
+            await asyncio.sleep(0)  # their callbacks queue the turns
         while self._task is not None and not self._task.done():
             if not self._queue and self._backfill is None and self._idle.is_set():
                 return
@@ -192,6 +246,11 @@ class VectorFiller:
         """Write what is queued within `timeout_s`, stop the backfill, drop the rest."""
         self._closed = True
         self._backfill = None
+        for claim in self._claims.values():  # embedded in the deadline, or dropped
+            self._queue.setdefault(claim.turn_id, claim)
+        self._claims.clear()
+        if self._queue:
+            self._start()
         task, self._task = self._task, None
         if task is None:
             return
@@ -246,7 +305,9 @@ class VectorFiller:
         self._idle.clear()
         self._inflight = list(batch)  # stays set only when cancelled (close): then dropped
         try:
-            vectors = await embed_packed(self.embedder, [p.content for p in batch])
+            todo = [p.content for p in batch if p.vector is None]
+            made = iter(await embed_packed(self.embedder, todo))
+            vectors = [next(made) if p.vector is None else p.vector for p in batch]
             rows = [(p, v) for p, v in zip(batch, vectors, strict=True) if v is not None]
             self._lost |= len(rows) < len(batch)  # the embedder failed: no mark this pass
             if rows:

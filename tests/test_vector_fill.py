@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 import pytest
 from memory_backends import rows, vector_rows
 
 from assistant.embedding import WordLlamaEmbedder
-from memory import context, reading
+from memory import MemoryPolicy, context, reading
 from memory.postgres import reads as postgres_reads
 from memory.vector_fill import Pending, VectorFiller
 from memory.vectors import pack, unpack
@@ -82,6 +83,24 @@ async def written_without_vectors(memory_backend, texts):
     return conv
 
 
+async def with_older_turns(memory_backend, embedder):
+    """A store (recent window: 2 messages) and a conversation with messages older than the
+    window, their vectors written and the embedder's record cleared: a context there recalls,
+    so it waits for the question's vector."""
+    conv = await written_without_vectors(memory_backend, ["Hi.", "Hello!", "I bake.", "Nice."])
+    store = await memory_backend.open(embedder=embedder, policy=MemoryPolicy(keep_recent=2))
+    await store.flush_vectors()  # the older turns' (the backfill on open)
+    embedder.texts, embedder.calls = [], 0
+    return store, conv
+
+
+async def context_while_stuck(store, conv_id, text):
+    """The context for `text` while the embedder waits on its gate, which stays shut longer
+    than this allows: only a context that does not wait for the question's vector comes."""
+    async with asyncio.timeout(WAIT_S / 2):
+        return await store.context("ana", conv_id, query=text)
+
+
 def vector_of(store, turn_id):
     return rows(store, "SELECT model FROM turn_vectors WHERE turn_id = ?", (turn_id,))
 
@@ -92,15 +111,90 @@ async def test_the_new_message_is_embedded_once_while_the_context_is_read(
     # The embedder waits until the context's statement has been sent: it can only finish if
     # the two run together (embedding first, then reading, never gets its vector).
     embedder = Recording(wordllama)
-    store = await memory_backend.open(embedder=embedder)
-    conv = await store.create_conversation("ana")
+    store, conv = await with_older_turns(memory_backend, embedder)
     embedder.gate = watch_reads(store, memory_backend.name)
     text = "I took the ferry to Bergen on Saturday."
-    await store.context("ana", conv.id, query=text)
+    await context_while_stuck(store, conv.id, text)
     turn = await store.append("ana", conv.id, "user", text)
     assert vector_of(store, turn.id) == [("recording-256",)]  # written with the append
     # One call: the message, and its content words for recall; the message's is the stored one.
     assert embedder.texts == [text, "took ferry Bergen Saturday"] and embedder.calls == 1
+
+
+async def test_a_context_with_nothing_to_recall_does_not_wait_for_the_question(
+    memory_backend, wordllama
+):
+    # The embedder is stuck: a context that waited for the question's vector would not come.
+    embedder = Recording(wordllama, gate=asyncio.Event())
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    await store.append("ana", conv.id, "user", "Hello there.")
+    await store.flush_vectors()
+    text = "I took the ferry to Bergen on Saturday."
+    window = await context_while_stuck(store, conv.id, text)
+    assert embedder.calls == 2 and not embedder.gate.is_set()  # the question's: still stuck
+    plain = await store.context("ana", conv.id)  # no question: nothing recalled either
+    assert window.recalled == [] and replace(window, now=plain.now) == plain
+    turn = await store.append("ana", conv.id, "user", text)  # before the vector came
+    embedder.gate.set()
+    await store.flush_vectors()
+    assert vector_of(store, turn.id) == [("recording-256",)]  # that embedding's: not lost
+    assert embedder.texts[-2:] == [text, "took ferry Bergen Saturday"]
+    assert embedder.calls == 2  # not embedded a second time
+
+
+async def test_a_question_vector_that_came_before_its_append_is_written_with_it(
+    memory_backend, wordllama
+):
+    embedder = Recording(wordllama, gate=asyncio.Event())
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    text = "I took the ferry to Bergen on Saturday."
+    await context_while_stuck(store, conv.id, text)
+    embedder.gate.set()  # the vector comes now, with no append yet to take it
+    await asyncio.wait(list(store._vectors._later.values()), timeout=WAIT_S)
+    await asyncio.sleep(0)  # its callback keeps the vector for the append
+    turn = await store.append("ana", conv.id, "user", text)
+    assert vector_of(store, turn.id) == [("recording-256",)]  # with the append
+    assert embedder.calls == 1
+
+
+class FailingFirst(Recording):
+    """Fails its first call (the question's), then embeds as Recording does."""
+
+    async def embed(self, texts):
+        if self.calls == 0:
+            self.calls += 1
+            await asyncio.wait_for(self.gate.wait(), WAIT_S)
+            raise RuntimeError("embedder down")
+        return await super().embed(texts)
+
+
+async def test_an_append_before_a_failed_question_embedding_gets_its_own_vector(
+    memory_backend, wordllama
+):
+    embedder = FailingFirst(wordllama, gate=asyncio.Event())
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    text = "I took the ferry to Bergen on Saturday."
+    await context_while_stuck(store, conv.id, text)
+    turn = await store.append("ana", conv.id, "user", text)
+    embedder.gate.set()  # the question's embedding fails: the turn is embedded in the background
+    await store.flush_vectors()
+    assert vector_of(store, turn.id) == [("recording-256",)]
+    assert embedder.texts == [text] and embedder.calls == 2
+
+
+async def test_closing_writes_a_vector_still_coming_for_a_saved_question(memory_backend, wordllama):
+    embedder = Recording(wordllama, gate=asyncio.Event())
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    text = "I took the ferry to Bergen on Saturday."
+    await context_while_stuck(store, conv.id, text)
+    turn = await store.append("ana", conv.id, "user", text)
+    embedder.gate.set()
+    await store.close()  # no flush: the turn is embedded before the store closes
+    assert vector_of(await memory_backend.open(), turn.id) == [("recording-256",)]
 
 
 async def test_an_expected_question_is_embedded_at_once_and_once_for_its_conversation(
@@ -127,8 +221,7 @@ async def test_a_question_is_recalled_by_its_mean_with_its_content_words_and_sto
     memory_backend, wordllama, monkeypatch
 ):
     embedder = Recording(wordllama)
-    store = await memory_backend.open(embedder=embedder)
-    conv = await store.create_conversation("ana")
+    store, conv = await with_older_turns(memory_backend, embedder)
     text = "What do I do for a living?"
     own, content = (pack(v) for v in wordllama.embed_now([text, "living"]))
     mean = pack(unpack(own) + unpack(content))

@@ -6,7 +6,7 @@ A mixin of `PostgresStore` (store.py), which provides `_read`, `_clock`, `policy
 
 from __future__ import annotations
 
-from ..context import assemble_context, missing_candidates, semantic_scores
+from ..context import assemble_context, has_older, missing_candidates, semantic_scores
 from ..errors import NOT_FOUND_MESSAGE, ConversationNotFound
 from ..recall import (
     MAX_RECALL_TERMS,
@@ -138,16 +138,20 @@ class Reads:
             if embedding is not None:
                 embedding.cancel()
             raise
-        asked = await embedding if embedding is not None else NO_QUERY_VECTOR
-        query_vector = asked.recall
         if not rows:
+            if embedding is not None:
+                embedding.cancel()  # no append will want it
             raise ConversationNotFound(NOT_FOUND_MESSAGE)
-        self._vectors.keep_fresh(conv_id, query, asked.own)
         # Every row carries the counters; the rest is the SQLite backend's row shape, so the
         # same pure assembly applies.
         shaped = [(KIND_CONVERSATION, rows[0][0], rows[0][1])]
         shaped += [_sqlite_shape(r[2:]) for r in rows if r[2] is not None]
-        semantic = semantic_scores(shaped, query_vector)
+        if embedding is not None and not has_older(shaped):  # as SQLite's: no vector needed
+            self._vectors.keep_later(conv_id, query, embedding)
+            return assemble_context(shaped, policy, terms, query=query or "", now=now)
+        asked = await embedding if embedding is not None else NO_QUERY_VECTOR
+        self._vectors.keep_fresh(conv_id, query, asked.own)
+        semantic = semantic_scores(shaped, asked.recall)
         missing, named = ([], None)
         if with_vectors:
             missing, named = missing_candidates(shaped, semantic, policy, terms)
