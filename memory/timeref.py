@@ -37,7 +37,7 @@ _ZH_DAY_WORDS = {
 _ZH_SHIFT = {"上": -1, "這": 0, "这": 0, "本": 0, "下": 1}
 _ZH_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "後年": 2, "后年": 2}
 
-_NUM = r"(\d{1,3}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"  # noqa: E501
+_NUM = r"(\d{1,3}|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"  # noqa: E501
 _UNIT = r"(day|week|month|year)s?"
 _WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _EN = re.compile(
@@ -49,6 +49,7 @@ _EN = re.compile(
     + rf"|(?P<later>in {_NUM} {_UNIT})"
     + r"|(?P<rel>(?:last|this|next) (?:week|weekend|month|year))"
     + rf"|(?P<wd>(?:last|this|next) {_WEEKDAY})"
+    + r"|(?P<other>the other day)"
     + r")(?P<poss>['’]s)?(?![\w-])",
     re.IGNORECASE,
 )
@@ -68,11 +69,18 @@ _ZH = re.compile(
     + rf"|(?P<zweek>[上這这本下]{_ZH_WEEK})"
     + r"|(?P<zmonth>(?:上個|上个|這個|这个|下個|下个|[上本下])月)"
     + rf"|(?P<zago>{_ZH_NUM}(?:{'|'.join(_ZH_UNITS)})(?:{'|'.join(_ZH_BEFORE + _ZH_AFTER)}))"
+    + "|(?P<zfew>前幾天|前几天|幾天前|几天前)"
 )
+# How many is "a few" / "several": not a number to count back by. Those expressions say how
+# far back from the day they were written, so the model can still place them ("a few days
+# ago [= a few days before 9 June 2023]").
+_VAGUE = ("a few", "few", "several")
 
 
 # Cheap tests before the regexes: a text without any of these has no relative date.
-_EN_CUES = ("yesterday", "today", "tonight", "tomorrow", " ago", "last ", "this ", "next ")
+_EN_CUES = (
+    "yesterday", "today", "tonight", "tomorrow", " ago", "last ", "this ", "next ", "other day",
+)  # fmt: skip
 _ZH_CUES = re.compile("[昨今明前後后上這这本下去天年]")  # a scan in C, not a set per character
 
 
@@ -129,6 +137,20 @@ def _shifted(base: date, unit: str, n: int) -> str:
     return str(base.year + n)
 
 
+def _vaguely(base: date, few: str, unit: str, side: str) -> str:
+    """ "a few days before Friday, 9 June 2023", "several months after June 2023": `few` as
+    the text said it, the day the text was written, to the unit's precision."""
+    few = "a few" if few == "few" else few
+    plural = unit if unit.endswith("s") else unit + "s"
+    if unit.startswith(("day", "week")):
+        when = format_date(base)
+    elif unit.startswith("month"):
+        when = f"{_MONTHS[base.month]} {base.year}"
+    else:
+        when = str(base.year)
+    return f"{few} {plural} {side} {when}"
+
+
 def _period(base: date, unit: str, shift: int) -> str:
     if unit == "week":
         return "week of " + _short(_monday(base) + timedelta(weeks=shift))
@@ -155,8 +177,12 @@ def _english(m: re.Match[str], base: date) -> str | None:
     text = m.group().lower().removesuffix(m.group("poss") or "")
     if m.group("dayword"):
         return format_date(base + timedelta(days=_EN_DAY_WORDS[text]))
+    if m.group("other"):
+        return "a few days before " + format_date(base)
     if m.group("ago") or m.group("later"):
         words = text.removeprefix("in ").removesuffix(" ago").rsplit(" ", 1)
+        if words[0] in _VAGUE:
+            return _vaguely(base, words[0], words[1], "before" if m.group("ago") else "after")
         n = _number(words[0])
         return _shifted(base, words[1], -n if m.group("ago") else n) if n else None
     shift = {"last": -1, "this": 0, "next": 1}[text.split(" ", 1)[0]]
@@ -177,6 +203,8 @@ def _chinese(m: re.Match[str], base: date) -> str | None:
         return format_date_zh(monday + timedelta(days=_CJK_WEEKDAY[text[-1]]))
     if m.group("zweek"):
         return f"{monday.year}年{monday.month}月{monday.day}日那一週"
+    if m.group("zfew"):
+        return format_date_zh(base) + "的前幾天"
     if m.group("zmonth"):
         d = _add_months(base, _ZH_SHIFT[text[0]])
         return f"{d.year}年{d.month}月"

@@ -21,6 +21,21 @@ MONDAY = datetime(2026, 11, 30, 15, 0, tzinfo=UTC).timestamp()  # Monday 30 Nove
         ("two days ago", "two days ago [= 28 November 2026]"),
         ("3 days ago", "3 days ago [= 27 November 2026]"),
         ("a couple of days ago", "a couple of days ago [= 28 November 2026]"),
+        # How many is not said: how far back from the day of writing, to the unit's precision.
+        ("a few days ago", "a few days ago [= a few days before Monday, 30 November 2026]"),
+        (
+            "Several weeks ago",
+            "Several weeks ago [= several weeks before Monday, 30 November 2026]",
+        ),
+        ("few days ago", "few days ago [= a few days before Monday, 30 November 2026]"),
+        ("in a few months", "in a few months [= a few months after November 2026]"),
+        ("a few years ago", "a few years ago [= a few years before 2026]"),
+        (
+            "I saw her the other day.",
+            "I saw her the other day [= a few days before Monday, 30 November 2026].",
+        ),
+        ("我前幾天去了台南", "我前幾天［= 2026年11月30日（星期一）的前幾天］去了台南"),
+        ("幾天前下雨", "幾天前［= 2026年11月30日（星期一）的前幾天］下雨"),
         ("2 weeks ago", "2 weeks ago [= around 16 November 2026]"),
         ("in 3 weeks", "in 3 weeks [= around 21 December 2026]"),
         ("last week", "last week [= week of 23 November 2026]"),
