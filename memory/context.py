@@ -473,11 +473,10 @@ def recall_turns(
     if isinstance(semantic, Meaning) and weights.follow_hits and not diverse:
         ranked = sorted(scores, key=lambda i: (-scores[i], i))
         top = semantic.distinct(ranked, weights.follow_hits, weights.duplicate)
-        for hit, later in later_word(top, semantic, weights).items():
-            if later in found.turns:
-                scores[later] = max(scores.get(later, 0.0), weights.follow * scores[hit])
-        for hit in top:  # the store's picks among the turns it fetched for these hits
-            later = renames.get(hit)
+        # Each hit's later word, and the store's pick of a turn renaming its slot.
+        links = [*later_word(top, semantic, weights).items()]
+        links += [(hit, renames[hit]) for hit in top if hit in renames]
+        for hit, later in links:
             if later in found.turns:
                 scores[later] = max(scores.get(later, 0.0), weights.follow * scores[hit])
     ids = [i for i in found.vectors if i in found.turns]  # one model's: the statement says which
