@@ -101,6 +101,18 @@ async def context_while_stuck(store, conv_id, text):
         return await store.context("ana", conv_id, query=text)
 
 
+FERRY = "I took the ferry to Bergen on Saturday."
+
+
+async def asked_while_stuck(memory_backend, embedder):
+    """A store on `embedder`, a new conversation, and a context read for FERRY in it while
+    the embedder is stuck (context_while_stuck): (store, conversation, FERRY)."""
+    store = await memory_backend.open(embedder=embedder)
+    conv = await store.create_conversation("ana")
+    await context_while_stuck(store, conv.id, FERRY)
+    return store, conv, FERRY
+
+
 def vector_of(store, turn_id):
     return rows(store, "SELECT model FROM turn_vectors WHERE turn_id = ?", (turn_id,))
 
@@ -147,10 +159,7 @@ async def test_a_question_vector_that_came_before_its_append_is_written_with_it(
     memory_backend, wordllama
 ):
     embedder = Recording(wordllama, gate=asyncio.Event())
-    store = await memory_backend.open(embedder=embedder)
-    conv = await store.create_conversation("ana")
-    text = "I took the ferry to Bergen on Saturday."
-    await context_while_stuck(store, conv.id, text)
+    store, conv, text = await asked_while_stuck(memory_backend, embedder)
     embedder.gate.set()  # the vector comes now, with no append yet to take it
     await asyncio.wait(list(store._vectors._later.values()), timeout=WAIT_S)
     await asyncio.sleep(0)  # its callback keeps the vector for the append
@@ -174,10 +183,7 @@ async def test_an_append_before_a_failed_question_embedding_gets_its_own_vector(
     memory_backend, wordllama
 ):
     embedder = FailingFirst(wordllama, gate=asyncio.Event())
-    store = await memory_backend.open(embedder=embedder)
-    conv = await store.create_conversation("ana")
-    text = "I took the ferry to Bergen on Saturday."
-    await context_while_stuck(store, conv.id, text)
+    store, conv, text = await asked_while_stuck(memory_backend, embedder)
     turn = await store.append("ana", conv.id, "user", text)
     embedder.gate.set()  # the question's embedding fails: the turn is embedded in the background
     await store.flush_vectors()
@@ -187,10 +193,7 @@ async def test_an_append_before_a_failed_question_embedding_gets_its_own_vector(
 
 async def test_closing_writes_a_vector_still_coming_for_a_saved_question(memory_backend, wordllama):
     embedder = Recording(wordllama, gate=asyncio.Event())
-    store = await memory_backend.open(embedder=embedder)
-    conv = await store.create_conversation("ana")
-    text = "I took the ferry to Bergen on Saturday."
-    await context_while_stuck(store, conv.id, text)
+    store, conv, text = await asked_while_stuck(memory_backend, embedder)
     turn = await store.append("ana", conv.id, "user", text)
     embedder.gate.set()
     await store.close()  # no flush: the turn is embedded before the store closes
