@@ -377,7 +377,6 @@ class Connections:
                 result = await asyncio.shield(outcome)
             except sqlite3.Error as exc:
                 raise unavailable(exc, self.path) from exc
-        self._committed()
         return result
 
     async def _drain_writes(self) -> None:
@@ -397,6 +396,8 @@ class Connections:
             except Exception as exc:  # the thread is gone (the connection closed under it)
                 outcomes, commits = [(False, exc)] * len(group), 0
             self.commits += commits
+            for _ in range(commits):  # each commit added a b-tree to the indexes (merges)
+                self._committed()
             for (_, future), (ok, value) in zip(group, outcomes, strict=True):
                 if future.done():
                     continue
