@@ -227,6 +227,21 @@ X_TICKS = """(id) => {
 }"""
 
 
+def test_before_the_first_reply_the_panel_says_what_its_plots_will_show(context, server):
+    """The plots were empty axes until a reply came (they looked broken): now a note says what
+    they will show, and they are drawn from the first reply on."""
+    page = open_app(context, server)
+    open_panel(page)
+    note = page.locator("#plots-note")
+    expect(note).to_contain_text("No replies yet")
+    for plot_id in ("plot-parts", "plot-tokens", "plot-latency"):
+        expect(page.locator(f"#{plot_id}")).to_be_hidden()
+    send(page, "Hello there", remembered=2)
+    for plot_id in ("plot-parts", "plot-tokens", "plot-latency"):
+        expect(page.locator(f"#{plot_id}")).to_be_visible()
+    expect(note).not_to_contain_text("No replies yet")
+
+
 def test_the_plots_titles_and_legends_fit_their_plots(context, server):
     """Issue 16's report: the first plot's title was cut off (and its six-line legend too) in a
     third of the row. And the x axis counts whole turns: with two turns Vega's own ticks were

@@ -57,11 +57,19 @@ async def test_the_plots_rows_are_the_stored_metrics_of_the_turns_sent(rt, conve
     ]
     assert len(latency) == 3 and (latency["seconds"] >= 0).all()
     # Every plot's x axis runs over whole turns, to turn 4 at least (ui.memory_panel.plots).
-    assert [p["x_lim"] for p in memory_panel.plots(panel.metrics)] == [[1, 4]] * 3
-    assert memory_panel.plots(panel.metrics * 3)[2]["x_lim"] == [1, 9]
-    # Reset restarts the plots.
+    note, *drawn = memory_panel.plots(panel.metrics)
+    assert [p["x_lim"] for p in drawn] == [[1, 4]] * 3
+    assert note == "" and [p["visible"] for p in drawn] == [True] * 3
+    assert memory_panel.plots(panel.metrics * 3)[3]["x_lim"] == [1, 9]
+    # Reset restarts the plots: none drawn (empty axes looked broken), a note says why.
     await conversations.reset(OWNER, conv.id)
     assert (await conversations.memory(OWNER, conv.id)).metrics == []
+    view = await memory_panel.panel_view(rt, OWNER, conv.id)
+    assert view.plots_note.startswith("_No replies yet: from the first one")
+    assert [p["visible"] for p in (view.plot_parts, view.plot_tokens, view.plot_latency)] == [
+        False
+    ] * 3
+    assert memory_panel.empty_panel().plots_note == view.plots_note
 
 
 async def test_the_panel_shows_summary_pins_about_me_and_recall(conversations):

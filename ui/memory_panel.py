@@ -47,6 +47,7 @@ class PanelView(NamedTuple):
     pins_shown: Any
     about_me_shown: Any
     recall_preview: str
+    plots_note: str  # before the first reply: why the plots are not shown yet
     plot_parts: Any
     plot_tokens: Any
     plot_latency: Any
@@ -71,22 +72,24 @@ def _plot_update(frame: Any, turns: int, title: str, y_title: str, legend: str |
     texts = {"title": tr(title), "x_title": tr("plot_turn"), "y_title": tr(y_title)}
     if legend:
         texts["color_title"] = tr(legend)
-    return gr.update(value=frame, x_lim=[1, max(turns, MIN_LAST_TURN)], **texts)
+    # Before the first reply there is nothing to draw: empty axes only looked broken.
+    return gr.update(value=frame, x_lim=[1, max(turns, MIN_LAST_TURN)], visible=turns > 0, **texts)
 
 
-def plots(rows: Any) -> tuple[Any, Any, Any]:
-    """The three plots' data, titles and axes in the page's language (the titles are props the
+def plots(rows: Any) -> tuple[str, Any, Any, Any]:
+    """The note above the plots (what they will show, while there is nothing yet), and the
+    three plots' data, titles and axes in the page's language (the titles are props the
     frontend does not translate, so the server writes them with the data)."""
     frames = views.plot_frames(rows)
     turns = len(rows or [])
     parts, tokens, latency = (
         _plot_update(frame, turns, *texts) for frame, texts in zip(frames, PLOT_TEXTS, strict=True)
     )
-    return parts, tokens, latency
+    return ("" if turns else tr("mp_plots_none")), parts, tokens, latency
 
 
 def empty_panel() -> PanelView:
-    parts, tokens, latency = plots([])
+    note, parts, tokens, latency = plots([])
     return PanelView(
         summary_note=tr("mp_no_conversation"),
         summary_text=gr.update(value="", interactive=False),
@@ -98,6 +101,7 @@ def empty_panel() -> PanelView:
         pins_shown=(),
         about_me_shown=gr.skip(),
         recall_preview=views.recall_markdown([], None),
+        plots_note=note,
         plot_parts=parts,
         plot_tokens=tokens,
         plot_latency=latency,
@@ -118,7 +122,7 @@ async def panel_view(
             about_me_facts=gr.update(choices=views.fact_choices(panel.about_me), value=[]),
             about_me_shown=_ids(panel.about_me),
         )
-    parts, tokens, latency = plots(panel.metrics)
+    note, parts, tokens, latency = plots(panel.metrics)
     return PanelView(
         summary_note=views.summary_note(panel.summary),
         summary_text=gr.update(
@@ -133,6 +137,7 @@ async def panel_view(
         about_me_shown=_ids(panel.about_me),
         # Only the draft handler fills it: a refresh after a turn must not wipe it.
         recall_preview=views.recall_markdown(panel.recalled, draft) if draft else gr.skip(),
+        plots_note=note,
         plot_parts=parts,
         plot_tokens=tokens,
         plot_latency=latency,
@@ -354,6 +359,7 @@ class MemoryPanel:
     about_me_toggle: gr.Checkbox
     about_me_facts: gr.CheckboxGroup
     unpin_about_me: gr.Button
+    plots_note: gr.Markdown
     plot_parts: gr.LinePlot
     plot_tokens: gr.LinePlot
     plot_latency: gr.LinePlot
@@ -417,14 +423,17 @@ def _plot(y: str, elem_id: str, color: str | None = None) -> Any:
     # Titles and axes come with the data (`plots()`), in the page's language. The x axis
     # counts turns: format "d" also makes Vega-Lite space its ticks at least 1 apart (its
     # tickMinStep); `plots()` gives it a span where that means whole steps.
-    return gr.LinePlot(x="turn", y=y, color=color, elem_id=elem_id, height=260, x_axis_format="d")
+    return gr.LinePlot(
+        x="turn", y=y, color=color, elem_id=elem_id, height=260, x_axis_format="d", visible=False
+    )
 
 
 def _render_plots() -> dict[str, Any]:
     gr.Markdown(t("mp_sent"))
     # Lines, not stacked bars: the budget is a line of its own to compare against. The parts
     # plot has the row to itself: a third of it cut its title and its six-line legend.
-    built = {"plot_parts": _plot("chars", "plot-parts", color="part")}
+    built = {"plots_note": gr.Markdown(elem_id="plots-note")}
+    built["plot_parts"] = _plot("chars", "plot-parts", color="part")
     with gr.Row():
         built["plot_tokens"] = _plot("tokens", "plot-tokens", color="kind")
         built["plot_latency"] = _plot("seconds", "plot-latency")

@@ -26,6 +26,8 @@ EN: dict[str, str] = {
     "mp_come_back_one": "{n} older message would come back:",
     "mp_come_back_many": "{n} older messages would come back:",
     # plots: titles, axes and the names of their lines
+    "mp_plots_none": "_No replies yet: from the first one, each reply's characters by part, "
+    "its tokens and its seconds are drawn here._",
     "plot_parts": "Characters sent, by part",
     "plot_tokens": "Tokens per reply",
     "plot_latency": "Seconds per reply",
@@ -113,6 +115,8 @@ ZH_TW: dict[str, str] = {
     "mp_nothing_older": "_沒有較早的內容符合這則訊息。_",
     "mp_come_back_one": "會喚起 {n} 則較早的訊息：",
     "mp_come_back_many": "會喚起 {n} 則較早的訊息：",
+    "mp_plots_none": "_還沒有回覆：從第一則起，每次回覆送出的字元（依部分）、"
+    "詞元數和秒數會畫在這裡。_",
     "plot_parts": "送出的字元，依部分",
     "plot_tokens": "每次回覆的詞元數",
     "plot_latency": "每次回覆的秒數",
