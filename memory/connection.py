@@ -487,18 +487,9 @@ def _in_group(
     COMMIT) fails, each in a transaction of its own (module docstring). Each job's outcome
     (whether it committed, its result or error), and how many transactions committed."""
     if len(works) > 1:
-        conn = db._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            results = [work(conn) for work in works]
-            conn.execute("COMMIT")
+        with suppress(Exception):  # rolled back: each alone below
+            results = _in_transaction(db, lambda conn: [work(conn) for work in works])
             return [(True, result) for result in results], 1
-        except BaseException as exc:
-            if conn.in_transaction:
-                with suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            if not isinstance(exc, Exception):
-                raise
     outcomes: list[tuple[bool, object]] = []
     for work in works:
         try:
