@@ -227,19 +227,26 @@ X_TICKS = """(id) => {
 }"""
 
 
-def test_before_the_first_reply_the_panel_says_what_its_plots_will_show(context, server):
-    """The plots were empty axes until a reply came (they looked broken): now a note says what
-    they will show, and they are drawn from the first reply on."""
+def test_until_two_replies_the_panel_says_in_words_what_its_plots_will_show(context, server):
+    """The plots were empty axes until a reply came, and after one reply a lone point Vega's
+    line does not draw (both looked broken): a note says what they will show, then the first
+    reply's figures, and the lines are drawn from the second reply on."""
     page = open_app(context, server)
     open_panel(page)
     note = page.locator("#plots-note")
+    plot_ids = ("plot-parts", "plot-tokens", "plot-latency")
     expect(note).to_contain_text("No replies yet")
-    for plot_id in ("plot-parts", "plot-tokens", "plot-latency"):
+    for plot_id in plot_ids:
         expect(page.locator(f"#{plot_id}")).to_be_hidden()
     send(page, "Hello there", remembered=2)
-    for plot_id in ("plot-parts", "plot-tokens", "plot-latency"):
+    expect(note).to_contain_text("One reply so far: it was sent")
+    expect(note).to_contain_text("recent 11")
+    for plot_id in plot_ids:
+        expect(page.locator(f"#{plot_id}")).to_be_hidden()
+    send(page, "And again", remembered=4)
+    for plot_id in plot_ids:
         expect(page.locator(f"#{plot_id}")).to_be_visible()
-    expect(note).not_to_contain_text("No replies yet")
+    expect(note).to_have_text("")
 
 
 def test_the_plots_titles_and_legends_fit_their_plots(context, server):

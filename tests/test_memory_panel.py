@@ -61,6 +61,17 @@ async def test_the_plots_rows_are_the_stored_metrics_of_the_turns_sent(rt, conve
     assert [p["x_lim"] for p in drawn] == [[1, 4]] * 3
     assert note == "" and [p["visible"] for p in drawn] == [True] * 3
     assert memory_panel.plots(panel.metrics * 3)[3]["x_lim"] == [1, 9]
+    # One reply is one point, which a line plot does not draw: the note gives its figures.
+    note, *drawn = memory_panel.plots(panel.metrics[:1])
+    assert [p["visible"] for p in drawn] == [False] * 3
+    first = panel.metrics[0].metrics
+    recent = len("Hello there")
+    seconds = f"{first.latency_ms / 1000:.1f}"
+    assert note == (
+        f"_One reply so far: it was sent {prompt_chars + 14 + recent:,} characters (persona "
+        f"{prompt_chars:,}, pinned 14, recent {recent}), 11 tokens in and 4 out, {seconds} s. "
+        "From the second reply on, each reply's figures are drawn here as lines._"
+    )
     # Reset restarts the plots: none drawn (empty axes looked broken), a note says why.
     await conversations.reset(OWNER, conv.id)
     assert (await conversations.memory(OWNER, conv.id)).metrics == []
@@ -135,6 +146,18 @@ async def test_a_zh_tw_page_gets_the_panel_in_chinese(rt, conversations, fake):
     }
     assert set(view.plot_tokens["value"]["kind"]) == {"輸入", "輸出"}
     assert view.plot_latency["title"] == "每次回覆的秒數"
+    assert view.plots_note == ""  # two replies: the plots say it
+    with speaking("zh-TW"):
+        rows = (await conversations.memory(OWNER, conv.id)).metrics[:1]
+        note = memory_panel.plots(rows)[0]
+    first = rows[0].metrics
+    assert note.startswith(
+        f"_目前只有一則回覆：送出 {first.persona_chars + first.recent_chars:,} 個字元（角色 "
+        f"{first.persona_chars:,}、近期 {first.recent_chars}），輸入 11 個詞元、輸出 "
+    )
+    assert note.endswith(
+        f" 個，{first.latency_ms / 1000:.1f} 秒。從第二則起，每次回覆的數字會畫成線在這裡。_"
+    )
     assert empty.summary_note == "_還沒有對話：先送出第一則訊息。_"
     assert empty.pins_note == "_釘選的事實會列在這裡。_"
     assert question.startswith("要忘掉這段對話嗎？**4 則訊息、1 則釘選的事實和標題「Kestrel」**")

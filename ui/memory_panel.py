@@ -72,20 +72,45 @@ def _plot_update(frame: Any, turns: int, title: str, y_title: str, legend: str |
     texts = {"title": tr(title), "x_title": tr("plot_turn"), "y_title": tr(y_title)}
     if legend:
         texts["color_title"] = tr(legend)
-    # Before the first reply there is nothing to draw: empty axes only looked broken.
-    return gr.update(value=frame, x_lim=[1, max(turns, MIN_LAST_TURN)], visible=turns > 0, **texts)
+    # A line needs two points: before the first reply the plots were empty axes, after it a
+    # lone point Vega's line mark does not draw (gr.LinePlot has no point marks); both looked
+    # broken, so the plots show from the second reply and the note says what is there.
+    return gr.update(value=frame, x_lim=[1, max(turns, MIN_LAST_TURN)], visible=turns > 1, **texts)
 
 
 def plots(rows: Any) -> tuple[str, Any, Any, Any]:
-    """The note above the plots (what they will show, while there is nothing yet), and the
-    three plots' data, titles and axes in the page's language (the titles are props the
-    frontend does not translate, so the server writes them with the data)."""
+    """The note above the plots (what they will show while there is nothing to draw, and the
+    first reply's figures while there is one), and the three plots' data, titles and axes in
+    the page's language (the titles are props the frontend does not translate, so the server
+    writes them with the data)."""
     frames = views.plot_frames(rows)
     turns = len(rows or [])
     parts, tokens, latency = (
         _plot_update(frame, turns, *texts) for frame, texts in zip(frames, PLOT_TEXTS, strict=True)
     )
-    return ("" if turns else tr("mp_plots_none")), parts, tokens, latency
+    note = tr("mp_plots_none") if not turns else first_reply_note(rows[0].metrics)
+    return (note if turns < 2 else ""), parts, tokens, latency
+
+
+def first_reply_note(m: Any) -> str:
+    """What the plots would show of one reply, in words: the characters it was sent by part
+    (those that sent any), its tokens and seconds, as far as they were measured."""
+    sent = [(part, getattr(m, f"{part}_chars")) for part in views.PLOT_PARTS]
+    sent = [(part, n) for part, n in sent if n]
+    figures = [
+        tr(
+            "mp_plots_one_chars",
+            n=f"{sum(n for _, n in sent):,}",
+            parts=tr("mp_parts_sep").join(f"{tr(f'part_{part}')} {n:,}" for part, n in sent),
+        )
+    ]
+    if m.input_tokens is not None and m.output_tokens is not None:
+        figures.append(
+            tr("mp_plots_one_tokens", input=f"{m.input_tokens:,}", output=f"{m.output_tokens:,}")
+        )
+    if m.latency_ms is not None:
+        figures.append(tr("mp_plots_one_seconds", s=f"{m.latency_ms / 1000:.1f}"))
+    return tr("mp_plots_one", figures=tr("mp_figures_sep").join(figures))
 
 
 def empty_panel() -> PanelView:

@@ -28,6 +28,13 @@ EN: dict[str, str] = {
     # plots: titles, axes and the names of their lines
     "mp_plots_none": "_No replies yet: from the first one, each reply's characters by part, "
     "its tokens and its seconds are drawn here._",
+    "mp_plots_one": "_One reply so far: {figures}. From the second reply on, each reply's "
+    "figures are drawn here as lines._",
+    "mp_plots_one_chars": "it was sent {n} characters ({parts})",
+    "mp_plots_one_tokens": "{input} tokens in and {output} out",
+    "mp_plots_one_seconds": "{s} s",
+    "mp_parts_sep": ", ",
+    "mp_figures_sep": ", ",
     "plot_parts": "Characters sent, by part",
     "plot_tokens": "Tokens per reply",
     "plot_latency": "Seconds per reply",
@@ -117,6 +124,12 @@ ZH_TW: dict[str, str] = {
     "mp_come_back_many": "會喚起 {n} 則較早的訊息：",
     "mp_plots_none": "_還沒有回覆：從第一則起，每次回覆送出的字元（依部分）、"
     "詞元數和秒數會畫在這裡。_",
+    "mp_plots_one": "_目前只有一則回覆：{figures}。從第二則起，每次回覆的數字會畫成線在這裡。_",
+    "mp_plots_one_chars": "送出 {n} 個字元（{parts}）",
+    "mp_plots_one_tokens": "輸入 {input} 個詞元、輸出 {output} 個",
+    "mp_plots_one_seconds": "{s} 秒",
+    "mp_parts_sep": "、",
+    "mp_figures_sep": "，",
     "plot_parts": "送出的字元，依部分",
     "plot_tokens": "每次回覆的詞元數",
     "plot_latency": "每次回覆的秒數",
