@@ -10,6 +10,12 @@ closed loop: N messages always in flight, the server never idle). Scenarios:
 - API, instant first chunk, 1 s streams: the same model, but each reply's stream stays open
   for 1 s after its instant first chunk, so 50 streams are open at once while the server adds
   what it adds to each new message's first byte.
+- API, 1 s streams, arrivals independent: as the row above, but the clients start at random
+  moments within the first second and each reply streams for 0.5-1.5 s (set by its text), so
+  the 50 streams stay open while new messages arrive one by one rather than 50 in the same
+  millisecond (in the rows above every reply lasts exactly 1 s, so the clients stay in step and
+  each second's 50 messages arrive together and queue behind each other). How many streams were
+  open when each message was sent is reported with it.
 - API, fake Gemini: the real google-genai client streaming from the fake Gemini server.
 - Gradio queue, instant model: the same facade call through a Gradio event driven by
   gradio_client (queue join + SSE), as the UI's messages travel.
@@ -33,8 +39,10 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import secrets
 import sqlite3
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -45,6 +53,7 @@ from pathlib import Path
 
 import httpx
 
+from api.server import settle_heap
 from assistant.runtime import Runtime
 from bench.api_server import EchoModel
 from bench.config import BenchConfig
@@ -56,6 +65,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PREVIOUS = "eec8fbc"
 PACE_S = 1.0
 STREAM_S = 1.0  # the "stream" model: first chunk at once, the reply over this many seconds
+# One TLS context for every client (the URLs are plain http, but httpx builds a context per
+# client): building one loads the CA bundle, 20-25 ms on the clients' event loop, so the 50
+# clients' start stalled their loop for 1.1 s while the first messages' replies came in.
+CLIENT_TLS = ssl.create_default_context()
 
 
 @dataclass
@@ -74,6 +87,8 @@ class Run:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     check: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0  # requests sent and not yet answered in full, now
+    open_at_send: list[int] = field(default_factory=list)  # the others in flight at each send
 
 
 # ---- processes ---------------------------------------------------------------------------
@@ -131,12 +146,20 @@ async def warm_up(url: str, data_dir: Path) -> None:
 # ---- API clients -------------------------------------------------------------------------
 
 
-async def api_client(url: str, c: Client, messages: int, pace: float, run: Run) -> None:
+async def api_client(
+    url: str, c: Client, messages: int, pace: float, run: Run, start_after: float = 0.0
+) -> None:
     headers = {"Authorization": f"Bearer {c.token}"}
-    async with httpx.AsyncClient(base_url=url + "/api/v1", headers=headers, timeout=120) as http:
+    async with httpx.AsyncClient(
+        base_url=url + "/api/v1", headers=headers, timeout=120, verify=CLIENT_TLS
+    ) as http:
         c.conversation = (await http.post("/conversations", json={})).json()["id"]
+        if start_after:
+            await asyncio.sleep(start_after)
         for i in range(messages):
             text = f"{c.owner} message {i}: what did I say before?"
+            run.open_at_send.append(run.in_flight)
+            run.in_flight += 1
             started = time.perf_counter()
             first = None
             try:
@@ -158,6 +181,8 @@ async def api_client(url: str, c: Client, messages: int, pace: float, run: Run) 
             except httpx.HTTPError as exc:
                 run.errors.append(type(exc).__name__)
                 continue
+            finally:
+                run.in_flight -= 1
             c.sent.append(text)
             run.first_byte.append(first or 0.0)
             run.whole.append(time.perf_counter() - started)
@@ -165,9 +190,25 @@ async def api_client(url: str, c: Client, messages: int, pace: float, run: Run) 
                 await asyncio.sleep(pace)
 
 
-async def run_api(url: str, clients: list[Client], messages: int, pace: float, run: Run) -> None:
+async def run_api(
+    url: str,
+    clients: list[Client],
+    messages: int,
+    pace: float,
+    run: Run,
+    starts: list[float] | None = None,
+) -> None:
+    """The clients at once; `starts`: each client's first message that many seconds late.
+    The clients' process first sets its heap aside from the cycle collector, as the server
+    does (api.server.settle_heap): with the Runtime that issued the tokens and the imports
+    alive, a full collection here stopped the clients' loop for 80 ms, and every first byte
+    then due was read that much later."""
+    starts = starts or [0.0] * len(clients)
+    settle_heap()
     started = time.perf_counter()
-    await asyncio.gather(*(api_client(url, c, messages, pace, run) for c in clients))
+    await asyncio.gather(
+        *(api_client(url, c, messages, pace, run, t) for c, t in zip(clients, starts, strict=True))
+    )
     run.seconds = time.perf_counter() - started
 
 
@@ -252,7 +293,9 @@ class Scenario:
     """One row: `model` is "instant", "stream" (instant first chunk, 1 s streams) or
     "gemini"; `path` "api" or "ui"; `pace` seconds between a client's messages; `alone`: the
     clients one after another, so one message at a time (a fifth of them: 200 messages);
-    `previous`: the app at PREVIOUS serves it."""
+    `previous`: the app at PREVIOUS serves it; `independent` (the stream model): the clients
+    start at random moments within the first `STREAM_S` and the replies' streams last
+    0.5-1.5 × `STREAM_S`, so the clients do not send in step."""
 
     name: str
     model: str
@@ -260,6 +303,7 @@ class Scenario:
     pace: float = 0.0
     alone: bool = False
     previous: bool = False
+    independent: bool = False
 
     @property
     def label(self) -> str:
@@ -282,6 +326,8 @@ async def scenario(config: BenchConfig, index: int, s: Scenario, previous_root: 
         args = ["--data", str(data), "--model", "instant"]
         if s.model == "stream":
             args += ["--stream-s", str(STREAM_S)]
+        if s.independent:
+            args.append("--stream-jitter")
         if s.model == "gemini":
             gemini = stack.enter_context(process("--fake-gemini"))
             args = ["--data", str(data), "--model", "gemini", "--gemini-url", gemini]
@@ -296,7 +342,9 @@ async def scenario(config: BenchConfig, index: int, s: Scenario, previous_root: 
                 run.errors += one.errors
                 run.seconds += one.seconds
         elif s.path == "api":
-            await run_api(url, clients, messages, s.pace, run)
+            seeded = random.Random(f"{s.name} {clients_n}")
+            starts = [seeded.uniform(0, STREAM_S) for _ in clients] if s.independent else None
+            await run_api(url, clients, messages, s.pace, run, starts)
         else:
             await run_ui(url, clients, messages, run)
         await asyncio.sleep(0.5)  # background metrics writes after the last reply
@@ -315,11 +363,13 @@ def _both(name: str, model: str) -> list[Scenario]:
 
 CLOSED = "API · instant model"
 STREAMS = f"API · instant first chunk, {STREAM_S:.0f} s streams"
+INDEPENDENT = f"API · instant first chunk, 0.5-{1.5 * STREAM_S:.1f} s streams, arrivals independent"
 BASELINE = "API · instant model · one client at a time (baseline)"
 SCENARIOS = [
     Scenario(BASELINE, "instant", "api", alone=True),
     *_both(CLOSED, "instant"),
     *_both(STREAMS, "stream"),
+    Scenario(INDEPENDENT, "stream", "api", independent=True),
     Scenario("API · fake Gemini", "gemini", "api"),
     Scenario("Gradio queue (gradio_client) · instant model", "instant", "ui"),
     Scenario(f"API · instant model · {PACE_S:.0f} s between messages", "instant", "api", PACE_S),
@@ -350,6 +400,11 @@ def verdicts(runs: list[tuple[Scenario, Run]]) -> list[str]:
         if baseline is not None and baseline.first_byte:
             a50, a99 = percentile(baseline.first_byte, 50), percentile(baseline.first_byte, 99)
             line += f"; one client alone p50 {a50 * 1000:.1f}, p99 {a99 * 1000:.1f} ms"
+        opened = [n for s, r in runs if s.name == name and not s.previous for n in r.open_at_send]
+        line += (
+            f"; other streams open when a message was sent: p50 {percentile(opened, 50):.0f}, "
+            f"p10 {percentile(opened, 10):.0f}"
+        )
         out.append(line + ")")
     return out
 

@@ -1,7 +1,8 @@
 """The app as the load test runs it, in a process of its own (`python -m bench.api_server`).
 
     --model instant      an instant echo model: what is timed is Mnemo, not a model
-                         (--stream-s S: its first chunk at once, the rest over S seconds)
+                         (--stream-s S: its first chunk at once, the rest over S seconds;
+                         --stream-jitter: each reply over 0.5-1.5 × S, set by its text)
     --model gemini URL   the real google-genai client against the fake Gemini server at URL
     --fake-gemini        instead: serve only the fake Gemini server (tests/fake_gemini.py)
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import sys
 import threading
 from pathlib import Path
@@ -27,18 +29,22 @@ TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
 class EchoModel:
     """Answers "You said: <the message>", so each reply names its question. The first chunk
     comes at once; with `stream_s`, the rest follows in 10 chunks over that many seconds (a
-    reply that keeps its stream open, as a real model's does)."""
+    reply that keeps its stream open, as a real model's does). With `jitter` a reply's stream
+    lasts 0.5-1.5 × `stream_s` instead (uniform, 1 × on average), picked by a hash of its text:
+    replies end at different moments, as real ones do, and a run is repeatable."""
 
     name = "instant echo model"
     model_id = "instant-echo"
 
-    def __init__(self, stream_s: float = 0.0) -> None:
+    def __init__(self, stream_s: float = 0.0, jitter: bool = False) -> None:
         self.stream_s = stream_s
+        self.jitter = jitter
 
     def stream(self, system, messages, settings) -> ReplyStream:
         reply = "You said: " + messages[-1]["content"][:200]
         pieces = [reply] if not self.stream_s else _split(reply, 10)
-        pause = self.stream_s / max(len(pieces) - 1, 1)
+        seconds = self.stream_s * (_spread(reply) if self.jitter else 1.0)
+        pause = seconds / max(len(pieces) - 1, 1)
 
         async def produce(stream: ReplyStream):
             stream.usage = Usage(input_tokens=len(system) // 4, output_tokens=len(reply) // 4)
@@ -49,6 +55,12 @@ class EchoModel:
             stream.finish_reason = "STOP"
 
         return ReplyStream(produce)
+
+
+def _spread(text: str) -> float:
+    """0.5-1.5, uniform over texts, the same for the same text in every process."""
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+    return 0.5 + int.from_bytes(digest, "big") / 2**64
 
 
 def _split(text: str, parts: int) -> list[str]:
@@ -80,7 +92,11 @@ def probe_page(rt):
 
 
 def serve_app(
-    data_dir: Path, model_choice: str, gemini_url: str | None, stream_s: float = 0.0
+    data_dir: Path,
+    model_choice: str,
+    gemini_url: str | None,
+    stream_s: float = 0.0,
+    jitter: bool = False,
 ) -> None:
     import gradio as gr
 
@@ -90,7 +106,7 @@ def serve_app(
     from assistant.runtime import Runtime
 
     if model_choice == "instant":
-        model = EchoModel(stream_s)
+        model = EchoModel(stream_s, jitter)
     else:
         model = GeminiModel("bench", base_url=gemini_url)
     rt = Runtime(data_dir, model=model)
@@ -118,11 +134,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gemini-url")
     parser.add_argument("--data", type=Path)
     parser.add_argument("--stream-s", type=float, default=0.0, help="instant model: stream for")
+    parser.add_argument("--stream-jitter", action="store_true", help="0.5-1.5 × --stream-s")
     args = parser.parse_args(argv)
     if args.fake_gemini:
         serve_fake_gemini()
     else:
-        serve_app(args.data, args.model, args.gemini_url, args.stream_s)
+        serve_app(args.data, args.model, args.gemini_url, args.stream_s, args.stream_jitter)
 
 
 if __name__ == "__main__":

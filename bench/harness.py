@@ -14,6 +14,7 @@ import io
 import os
 import platform
 import random
+import re
 import sqlite3
 import subprocess
 import tarfile
@@ -200,7 +201,9 @@ def write_result(
     out_dir: Path | None = None,
     quick: bool = False,
 ) -> Path:
-    """Write bench/results/<name>.md (the machine line first) and echo it to stdout."""
+    """Write bench/results/<name>.md (the machine line first) and echo it to stdout. The run
+    replaces the file's first section, its own; the sections after it (`## ` headings: notes
+    and measurements written by hand) are kept as they are."""
     out_dir = out_dir or RESULTS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     mode = " (--quick sizes: smoke run, not representative)" if quick else ""
@@ -210,6 +213,13 @@ def write_result(
         body.append("")
     text = "\n".join(body).rstrip() + "\n"
     path = out_dir / f"{name}.md"
-    path.write_text(text, encoding="utf-8")
+    kept = _later_sections(path.read_text(encoding="utf-8")) if path.exists() else ""
+    path.write_text(text + (f"\n{kept}" if kept else ""), encoding="utf-8")
     print(text)
     return path
+
+
+def _later_sections(text: str) -> str:
+    """What follows a results file's first section: from its second `## ` heading on."""
+    starts = [m.start() + 1 for m in re.finditer(r"\n## ", text)]
+    return text[starts[0] :].rstrip() + "\n" if starts else ""
