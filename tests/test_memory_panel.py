@@ -262,3 +262,26 @@ async def test_a_refresh_after_a_reply_leaves_unchanged_lists_and_their_ticks(rt
     view = await refresh_panel(rt, OWNER, conv.id, shown.pins_shown, shown.about_me_shown)
     assert view.pinned_facts["choices"] == [("I'm vegetarian", keep.id)]
     assert view.pinned_facts["value"] == [] and view.pins_shown == (keep.id,)
+
+
+def test_the_one_reply_note_says_only_what_was_measured():
+    # A call recorded before its parts were measured, or whose model reported no tokens, had
+    # read "it was sent 0 characters ()".
+    from memory.records import MetricsRow, TurnMetrics
+
+    bare = TurnMetrics(model="m")
+    assert memory_panel.first_reply_note(bare) == (
+        "_One reply so far, with nothing measured to draw. From the second reply on, each "
+        "reply's figures are drawn here as lines._"
+    )
+    timed = TurnMetrics(model="m", latency_ms=1500, input_tokens=12)  # no output tokens
+    assert memory_panel.first_reply_note(timed) == (
+        "_One reply so far: 1.5 s. From the second reply on, each reply's figures are drawn "
+        "here as lines._"
+    )
+    parts = TurnMetrics(model="m", persona_chars=900, summary_chars=0, recent_chars=1_200)
+    note, *drawn = memory_panel.plots([MetricsRow(1, 0.0, parts)])
+    assert note.startswith("_One reply so far: it was sent 2,100 characters (persona 900, recent")
+    assert [p["visible"] for p in drawn] == [False] * 3
+    with speaking("zh-TW"):
+        assert memory_panel.first_reply_note(bare).startswith("_目前只有一則回覆，沒有量到")

@@ -97,19 +97,23 @@ def first_reply_note(m: Any) -> str:
     (those that sent any), its tokens and seconds, as far as they were measured."""
     sent = [(part, getattr(m, f"{part}_chars")) for part in views.PLOT_PARTS]
     sent = [(part, n) for part, n in sent if n]
-    figures = [
-        tr(
-            "mp_plots_one_chars",
-            n=f"{sum(n for _, n in sent):,}",
-            parts=tr("mp_parts_sep").join(f"{tr(f'part_{part}')} {n:,}" for part, n in sent),
+    figures = []
+    if sent:  # (a call recorded before the parts were measured has none)
+        figures.append(
+            tr(
+                "mp_plots_one_chars",
+                n=f"{sum(n for _, n in sent):,}",
+                parts=tr("mp_parts_sep").join(f"{tr(f'part_{part}')} {n:,}" for part, n in sent),
+            )
         )
-    ]
     if m.input_tokens is not None and m.output_tokens is not None:
         figures.append(
             tr("mp_plots_one_tokens", input=f"{m.input_tokens:,}", output=f"{m.output_tokens:,}")
         )
     if m.latency_ms is not None:
         figures.append(tr("mp_plots_one_seconds", s=f"{m.latency_ms / 1000:.1f}"))
+    if not figures:
+        return tr("mp_plots_one_unmeasured")
     return tr("mp_plots_one", figures=tr("mp_figures_sep").join(figures))
 
 

@@ -30,6 +30,8 @@ EN: dict[str, str] = {
     "its tokens and its seconds are drawn here._",
     "mp_plots_one": "_One reply so far: {figures}. From the second reply on, each reply's "
     "figures are drawn here as lines._",
+    "mp_plots_one_unmeasured": "_One reply so far, with nothing measured to draw. From the "
+    "second reply on, each reply's figures are drawn here as lines._",
     "mp_plots_one_chars": "it was sent {n} characters ({parts})",
     "mp_plots_one_tokens": "{input} tokens in and {output} out",
     "mp_plots_one_seconds": "{s} s",
@@ -125,6 +127,8 @@ ZH_TW: dict[str, str] = {
     "mp_plots_none": "_還沒有回覆：從第一則起，每次回覆送出的字元（依部分）、"
     "詞元數和秒數會畫在這裡。_",
     "mp_plots_one": "_目前只有一則回覆：{figures}。從第二則起，每次回覆的數字會畫成線在這裡。_",
+    "mp_plots_one_unmeasured": "_目前只有一則回覆，沒有量到可畫的數字。"
+    "從第二則起，每次回覆的數字會畫成線在這裡。_",
     "mp_plots_one_chars": "送出 {n} 個字元（{parts}）",
     "mp_plots_one_tokens": "輸入 {input} 個詞元、輸出 {output} 個",
     "mp_plots_one_seconds": "{s} 秒",
