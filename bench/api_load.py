@@ -198,13 +198,8 @@ async def run_api(
     run: Run,
     starts: list[float] | None = None,
 ) -> None:
-    """The clients at once; `starts`: each client's first message that many seconds late.
-    The clients' process first sets its heap aside from the cycle collector, as the server
-    does (api.server.settle_heap): with the Runtime that issued the tokens and the imports
-    alive, a full collection here stopped the clients' loop for 80 ms, and every first byte
-    then due was read that much later."""
+    """The clients at once; `starts`: each client's first message that many seconds late."""
     starts = starts or [0.0] * len(clients)
-    settle_heap()
     started = time.perf_counter()
     await asyncio.gather(
         *(api_client(url, c, messages, pace, run, t) for c, t in zip(clients, starts, strict=True))
@@ -333,6 +328,11 @@ async def scenario(config: BenchConfig, index: int, s: Scenario, previous_root: 
             args = ["--data", str(data), "--model", "gemini", "--gemini-url", gemini]
         url = stack.enter_context(process(*args, root=root))
         await warm_up(url, data)
+        # The clients' process sets its heap aside from the cycle collector, as the server
+        # does (api.server.settle_heap): with the Runtime that issued the tokens and the
+        # imports alive, a full collection stopped the clients' loop for 80 ms mid-run, and
+        # every first byte then due was read that much later.
+        settle_heap()
         if s.alone:
             for client in clients:
                 one = Run(s.label)

@@ -14,7 +14,6 @@ import io
 import os
 import platform
 import random
-import re
 import sqlite3
 import subprocess
 import tarfile
@@ -221,5 +220,5 @@ def write_result(
 
 def _later_sections(text: str) -> str:
     """What follows a results file's first section: from its second `## ` heading on."""
-    starts = [m.start() + 1 for m in re.finditer(r"\n## ", text)]
-    return text[starts[0] :].rstrip() + "\n" if starts else ""
+    second = text.find("\n## ")
+    return text[second + 1 :].rstrip() + "\n" if second >= 0 else ""

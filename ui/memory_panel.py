@@ -88,8 +88,8 @@ def plots(rows: Any) -> tuple[str, Any, Any, Any]:
     parts, tokens, latency = (
         _plot_update(frame, turns, *texts) for frame, texts in zip(frames, PLOT_TEXTS, strict=True)
     )
-    note = tr("mp_plots_none") if not turns else first_reply_note(rows[0].metrics)
-    return (note if turns < 2 else ""), parts, tokens, latency
+    note = "" if turns > 1 else first_reply_note(rows[0].metrics) if turns else tr("mp_plots_none")
+    return note, parts, tokens, latency
 
 
 def first_reply_note(m: Any) -> str:
